@@ -1,0 +1,48 @@
+/* Status table lookups and the per-thread last-error message. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "induct_internal.h"
+
+static _Thread_local char last_msg[512];
+static _Thread_local int last_code;
+
+INDUCT_API const char *induct_status_name(int status) {
+    switch (status) {
+#define X(name, value, msg)                                                                \
+    case value:                                                                            \
+        return "INDUCT_" #name;
+        INDUCT_STATUS_MAP(X)
+#undef X
+    default:
+        return "INDUCT_UNKNOWN";
+    }
+}
+
+INDUCT_API const char *induct_status_str(int status) {
+    switch (status) {
+#define X(name, value, msg)                                                                \
+    case value:                                                                            \
+        return msg;
+        INDUCT_STATUS_MAP(X)
+#undef X
+    default:
+        return "unknown status";
+    }
+}
+
+INDUCT_API const char *induct_last_error_message(void) { return last_msg; }
+INDUCT_API int induct_last_error_code(void) { return last_code; }
+INDUCT_API void induct_error_clear(void) {
+    last_msg[0] = '\0';
+    last_code = INDUCT_OK;
+}
+
+int induct__fail(int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+    va_end(ap);
+    last_code = status;
+    return status;
+}

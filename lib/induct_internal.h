@@ -1,0 +1,168 @@
+/* Private umbrella header: handle structs, induct__* helpers. Never installed. */
+#ifndef INDUCT_INTERNAL_H
+#define INDUCT_INTERNAL_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "induct/induct.h"
+
+/* ---- errors (error.c) ---------------------------------------------------- */
+#if defined(__GNUC__)
+#define INDUCT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define INDUCT_PRINTF(a, b)
+#endif
+/* Record `status` with a formatted message for the calling thread; returns status. */
+int induct__fail(int status, const char *fmt, ...) INDUCT_PRINTF(2, 3);
+
+/* Early-return helpers (zstd style). */
+#define INDUCT_FAIL_IF(cond, status, ...)                                                  \
+    do {                                                                                   \
+        if (cond) return induct__fail((status), __VA_ARGS__);                              \
+    } while (0)
+#define INDUCT_TRY(expr)                                                                   \
+    do {                                                                                   \
+        int induct_try_rc_ = (expr);                                                       \
+        if (induct_try_rc_ < 0) return induct_try_rc_;                                     \
+    } while (0)
+
+/* ---- size arithmetic (config.c) ----------------------------------------- */
+/* a*b into *out; false on size_t overflow. */
+static inline bool induct__mul(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+static inline bool induct__add(size_t a, size_t b, size_t *out) {
+    if (b > SIZE_MAX - a) return false;
+    *out = a + b;
+    return true;
+}
+/* Copy a caller's size-prefixed struct over `dst` (which holds defaults, `known`
+ * bytes). Checks the size (>= min_size, <= 4096) and that any bytes beyond `known`
+ * are zero. */
+int induct__struct_in(void *dst, size_t known, size_t min_size, const void *src,
+                      const char *what);
+/* Copy `known` bytes of `src` out to a caller struct whose size field says how much
+ * it can take. */
+int induct__struct_out(void *dst, const void *src, size_t known, size_t min_size,
+                       const char *what);
+
+/* ---- RNG (rng.c): xoshiro256**, explicit state ---------------------------- */
+typedef struct induct__rng {
+    uint64_t s[4];
+} induct__rng;
+void induct__rng_seed(induct__rng *r, uint64_t seed);
+/* Seed from a tuple: a counter-based stream id. */
+void induct__rng_seed3(induct__rng *r, uint64_t a, uint64_t b, uint64_t c);
+uint64_t induct__rng_u64(induct__rng *r);
+/* Uniform in [0, n), unbiased (n >= 1). */
+uint64_t induct__rng_below(induct__rng *r, uint64_t n);
+/* Uniform double in [0, 1). */
+double induct__rng_uniform(induct__rng *r);
+/* Standard normal (Box–Muller, both values used in order). */
+double induct__rng_normal(induct__rng *r);
+
+/* ---- model ---------------------------------------------------------------- */
+#define INDUCT_NONE ((size_t)-1)
+#define INDUCT_MAX_PARAMS ((size_t)1 << 31)
+#define INDUCT_NAME_MAX 48
+
+typedef struct induct__tensor {
+    char name[INDUCT_NAME_MAX];
+    size_t offset; /* in floats, into params/grads */
+    size_t numel;
+    uint32_t shape[4];
+    uint32_t ndim;
+    int decay; /* weight decay applies (tensors with >= 2 dims) */
+} induct__tensor;
+
+typedef struct induct__layer_off {
+    size_t ln1_w, ln1_b, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, alpha;
+    size_t ln2_w, ln2_b, W_in, b_in, W_out, b_out;
+} induct__layer_off;
+
+/* Activation offsets (in floats) into the workspace for the current (B, T). */
+typedef struct induct__layer_act {
+    size_t resid_pre, ln1, ln1_mean, ln1_rstd, qk_in, q, k_raw, k, v, att, z;
+    size_t resid_mid, ln2, ln2_mean, ln2_rstd, mlp_pre, mlp_post;
+} induct__layer_act;
+
+/* Head ablation modes (analysis). */
+#define INDUCT__ABL_NONE 0
+#define INDUCT__ABL_ZERO 1
+#define INDUCT__ABL_MEAN 2
+
+struct induct_model {
+    induct_model_config cfg; /* normalised: d_head resolved, n_threads >= 1 */
+    atomic_int refcount;
+    atomic_int interrupt;
+
+    size_t n_params;
+    float *params;
+    float *grads;
+    induct__tensor *tensors;
+    size_t n_tensors;
+    size_t W_E, W_pos, lnf_w, lnf_b, W_U, b_U;
+    induct__layer_off *L;
+
+    /* workspace for the largest (B, T) used so far */
+    float *ws;
+    size_t ws_cap;   /* floats */
+    uint32_t ws_B, ws_T;   /* shape the offsets below describe */
+    induct__layer_act *A; /* [n_layers] */
+    size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
+    /* backward scratch */
+    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha;
+    int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
+};
+
+int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, uint32_t B,
+                                  uint32_t T);
+/* Make sure the workspace covers (B, T); may allocate (never during a step whose
+ * shape was seen before). */
+int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
+/* Forward on validated tokens. Fills the workspace; writes per-token losses to the
+ * workspace; returns mean loss. */
+int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                    double *mean_loss);
+/* Backward after induct__forward with the same tokens: grads overwritten. */
+int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
+const induct__tensor *induct__model_find(const induct_model *m, const char *name);
+void induct__model_ref(induct_model *m);
+static inline float *induct__ws(const induct_model *m, size_t off) { return m->ws + off; }
+
+/* ---- datasets --------------------------------------------------------------- */
+#define INDUCT__DS_RRT 1
+#define INDUCT__DS_TOKENS 2
+struct induct_dataset {
+    int kind;
+    uint32_t d_vocab;
+    uint64_t seed;
+    induct_rrt_config rrt;
+    int32_t *tokens;
+    size_t n_tokens;
+};
+
+/* ---- optimizer -------------------------------------------------------------- */
+struct induct_optimizer {
+    induct_model *model;
+    uint32_t kind;
+    double lr, beta1, beta2, eps, weight_decay, grad_clip, warmup, schedule, total_steps,
+        min_lr_ratio, momentum;
+    uint64_t step;
+    float *m1; /* AdamW first moment / SGD momentum */
+    float *m2; /* AdamW second moment */
+};
+
+/* ---- threading helpers ------------------------------------------------------ */
+static inline int induct__nt(const induct_model *m) { return (int)m->cfg.n_threads; }
+
+#endif

@@ -1,0 +1,81 @@
+/* Transformer kernels: pure functions with explicit shapes, no allocation.
+ * Backward kernels ACCUMULATE (+=) into parameter gradients and into input
+ * gradients unless stated otherwise. All arrays row-major. N = B*T rows. */
+#ifndef INDUCT_KERNELS_H
+#define INDUCT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* C[M,N] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS. */
+void induct__gemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                  const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                  size_t ldc);
+
+/* out[N,D] = W_E[tokens] (+ W_pos[t] when W_pos != NULL). */
+void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
+                           const float *W_pos, size_t B, size_t T, size_t D, int nt);
+/* dW_E[tok] += dout; dW_pos[t] += sum_b dout (when dW_pos != NULL). Serial, fixed order. */
+void induct__embed_backward(float *dW_E, float *dW_pos, const float *dout, const int32_t *tokens,
+                            size_t B, size_t T, size_t D);
+
+/* out[t-rows] = inp + W_pos[t]: add positions row-wise (B sequences of T rows). */
+void induct__add_pos(float *out, const float *inp, const float *W_pos, size_t B, size_t T,
+                     size_t D, int nt);
+/* dW_pos[t] += sum_b dout[b,t]. */
+void induct__pos_backward(float *dW_pos, const float *dout, size_t B, size_t T, size_t D);
+
+/* LayerNorm over the last dim, eps 1e-5, biased variance. */
+void induct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                               const float *w, const float *b, size_t N, size_t D, int nt);
+/* dinp += ..., dw += ..., db += ... */
+void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
+                                const float *inp, const float *mean, const float *rstd,
+                                const float *w, size_t N, size_t D, int nt);
+
+/* out[N,C] = inp[N,K] @ W[K,C] + bias[C] (bias may be NULL). */
+void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
+                            size_t N, size_t K, size_t C);
+/* dinp[N,K] += dout @ W^T (dinp may be NULL); dW[K,C] += inp^T dout; dbias[C] += colsum. */
+void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
+                             const float *inp, const float *W, size_t N, size_t K, size_t C,
+                             int nt);
+/* dbias[C] += column sums of dout[N, ld] (first C columns). */
+void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt);
+
+/* Smeared keys (ICL paper): k[j] = s k_raw[j] + (1-s) k_raw[j-1] for j >= 1, s = sigmoid(alpha[h]).
+ * k, k_raw: [B,T,H,dh]. */
+void induct__smear_forward(float *k, const float *k_raw, const float *alpha, size_t B, size_t T,
+                           size_t H, size_t dh, int nt);
+/* dk_raw = (overwrite) ..., dalpha_bh[B*H] = (overwrite) per (b,h) partial sums of dalpha. */
+void induct__smear_backward(float *dk_raw, float *dalpha_bh, const float *dk, const float *k_raw,
+                            const float *alpha, size_t B, size_t T, size_t H, size_t dh, int nt);
+
+/* Causal attention. q,k,v,z: [B,T,H,dh]; att: [B,H,T,T] (post-softmax pattern,
+ * upper triangle exactly 0). Scores q.k/sqrt(dh). */
+void induct__attention_forward(float *z, float *att, const float *q, const float *k,
+                               const float *v, size_t B, size_t T, size_t H, size_t dh, int nt);
+/* dq, dk, dv overwritten; datt scratch: nt * T * T floats. */
+void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dz,
+                                const float *q, const float *k, const float *v, const float *att,
+                                size_t B, size_t T, size_t H, size_t dh, int nt);
+/* Numerically exact causal softmax of one row of `n` finite scores into out (n <= row length). */
+void induct__softmax_row(float *out, const float *scores, size_t n);
+
+/* GELU, tanh approximation (GPT-2 / TransformerLens "gelu_new"). */
+void induct__gelu_forward(float *out, const float *inp, size_t n, int nt);
+/* dinp = (overwrite) dout * gelu'(inp). */
+void induct__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, int nt);
+
+/* Per-token cross-entropy: losses[B,T-1] from logits[B,T,V] and next tokens. Returns the
+ * sum of all losses (double). */
+double induct__xent_forward(float *losses, const float *logits, const int32_t *tokens, size_t B,
+                            size_t T, size_t V, int nt);
+/* dlogits (overwrite) = (softmax - onehot) * scale for p < T-1, 0 at p = T-1. */
+void induct__xent_backward(float *dlogits, const float *logits, const int32_t *tokens, size_t B,
+                           size_t T, size_t V, float scale, int nt);
+
+/* a[i] += b[i] */
+void induct__add_inplace(float *a, const float *b, size_t n, int nt);
+
+#endif

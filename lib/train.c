@@ -1,0 +1,44 @@
+/* Training step: dataset batch -> forward -> backward -> optimizer. */
+#include <stdlib.h>
+
+#include "induct_internal.h"
+
+static int train_tokens(induct_optimizer *o, const int32_t *tokens, uint32_t B, uint32_t T,
+                        double *loss_out) {
+    induct_model *m = o->model;
+    double loss;
+    INDUCT_TRY(induct__forward(m, tokens, B, T, &loss));
+    INDUCT_TRY(induct__backward(m, tokens, B, T));
+    INDUCT_TRY(induct_optimizer_step(o, NULL));
+    if (loss_out) *loss_out = loss;
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_train_step_tokens(induct_optimizer *o, const int32_t *tokens, uint32_t B,
+                                        uint32_t T, double *loss_out) {
+    INDUCT_FAIL_IF(!o, INDUCT_EINVAL, "induct_train_step_tokens: optimizer is NULL");
+    INDUCT_TRY(induct__model_validate_tokens(o->model, tokens, B, T));
+    return train_tokens(o, tokens, B, T, loss_out);
+}
+
+INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B,
+                                 uint32_t T, double *loss_out) {
+    INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "induct_train_step: NULL argument");
+    induct_model *m = o->model;
+    INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
+                   "induct_train_step: dataset vocabulary %u exceeds the model's d_vocab %u",
+                   d->d_vocab, m->cfg.d_vocab);
+    INDUCT_FAIL_IF(B == 0 || T < 2, INDUCT_EINVAL,
+                   "induct_train_step: batch must be >= 1 and seq_len >= 2");
+    INDUCT_FAIL_IF(T > m->cfg.n_ctx, INDUCT_ERANGE, "seq_len %u exceeds the model's n_ctx %u", T,
+                   m->cfg.n_ctx);
+    size_t need = (size_t)B * T;
+    if (need > m->tok_cap) {
+        int32_t *t = realloc(m->tok_ws, need * sizeof *t);
+        INDUCT_FAIL_IF(!t, INDUCT_ENOMEM, "out of memory staging %zu tokens", need);
+        m->tok_ws = t;
+        m->tok_cap = need;
+    }
+    INDUCT_TRY(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, o->step, B, T, m->tok_ws, need, NULL, 0));
+    return train_tokens(o, m->tok_ws, B, T, loss_out);
+}
