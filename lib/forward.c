@@ -54,6 +54,9 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
         }
         if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(a->qk_in, N, D);
         else a->qk_in = a->ln1;
+        ALLOC(a->wq, D, HD);
+        ALLOC(a->wk, D, HD);
+        ALLOC(a->wv, D, HD);
         ALLOC(a->q, N, HD);
         ALLOC(a->k_raw, N, HD);
         if (c->smeared_keys) ALLOC(a->k, N, HD);
@@ -108,9 +111,35 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     ALLOC(m->g_logits, N, V);
     ALLOC(m->g_att, (size_t)c->n_threads * T, T);
     ALLOC(m->g_alpha, BH, 1);
+    ALLOC(m->g_w, D, HD);
 #undef ALLOC
 #undef NONE_
     return bad ? 0 : off;
+}
+
+/* packed[d][h*dh + j] = W[h][d][j] */
+static void pack_heads(float *packed, const float *W, size_t D, size_t H, size_t dh) {
+    size_t HD = H * dh;
+    for (size_t h = 0; h < H; h++)
+        for (size_t d = 0; d < D; d++)
+            memcpy(packed + d * HD + h * dh, W + (h * D + d) * dh, dh * sizeof(float));
+}
+
+/* y = x Wp (+ b), Wp the packed [D, HD] copy of a [H, D, dh] weight:
+ * dx += dy Wp^T ; dW[h][d][j] += (x^T dy)[d][h*dh + j]. */
+static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy, const float *x,
+                          const float *Wp, size_t N, size_t D, size_t H, size_t dh) {
+    int nt = induct__nt(m);
+    size_t HD = H * dh;
+    float *gw = W(m->g_w);
+    induct__gemm(nt, 1, 0, D, HD, N, 1.0f, x, D, dy, HD, 0.0f, gw, HD);
+    for (size_t h = 0; h < H; h++)
+        for (size_t d = 0; d < D; d++) {
+            float *dst = dW + (h * D + d) * dh;
+            const float *src = gw + d * HD + h * dh;
+            for (size_t j = 0; j < dh; j++) dst[j] += src[j];
+        }
+    induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, 1.0f, dx, D);
 }
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
@@ -156,21 +185,13 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
                                       P(o->ln1_w), P(o->ln1_b), N, D, nt);
         if (c->positional == INDUCT_POS_SHORTFORMER)
             induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
-        for (size_t h = 0; h < H; h++) {
-            /* per-head projections into the [N, H, dh] layout */
-            float *qh = W(a->q) + h * dh, *kh = W(a->k_raw) + h * dh, *vh = W(a->v) + h * dh;
-            for (size_t n = 0; n < N; n++) {
-                memcpy(qh + n * HD, P(o->b_Q) + h * dh, dh * sizeof(float));
-                memcpy(kh + n * HD, P(o->b_K) + h * dh, dh * sizeof(float));
-                memcpy(vh + n * HD, P(o->b_V) + h * dh, dh * sizeof(float));
-            }
-            induct__gemm(0, 0, N, dh, D, 1.0f, W(a->qk_in), D, P(o->W_Q) + h * D * dh, dh, 1.0f,
-                         qh, HD);
-            induct__gemm(0, 0, N, dh, D, 1.0f, W(a->qk_in), D, P(o->W_K) + h * D * dh, dh, 1.0f,
-                         kh, HD);
-            induct__gemm(0, 0, N, dh, D, 1.0f, W(a->ln1), D, P(o->W_V) + h * D * dh, dh, 1.0f, vh,
-                         HD);
-        }
+        /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
+        pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
+        pack_heads(W(a->wk), P(o->W_K), D, H, dh);
+        pack_heads(W(a->wv), P(o->W_V), D, H, dh);
+        induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
+        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
         if (c->smeared_keys)
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
         induct__attention_forward(W(a->z), W(a->att), W(a->q), W(a->k), W(a->v), B, T, H, dh, nt);
@@ -178,23 +199,23 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         const float *rp = W(a->resid_pre), *bO = P(o->b_O);
         for (size_t n = 0; n < N; n++)
             for (size_t i = 0; i < D; i++) attn_resid[n * D + i] = rp[n * D + i] + bO[i];
-        induct__gemm(0, 0, N, D, HD, 1.0f, W(a->z), HD, P(o->W_O), D, 1.0f, attn_resid, D);
+        induct__gemm(nt, 0, 0, N, D, HD, 1.0f, W(a->z), HD, P(o->W_O), D, 1.0f, attn_resid, D);
         if (M) {
             if (c->layer_norm)
                 induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
                                           W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D, nt);
-            induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M);
+            induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
             induct__gelu_forward(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
             memcpy(out_resid, W(a->resid_mid), N * D * sizeof(float));
             induct__linear_forward(W(m->g_resid), W(a->mlp_post), P(o->W_out), P(o->b_out), N, M,
-                                   D);
+                                   D, nt);
             induct__add_inplace(out_resid, W(m->g_resid), N * D, nt);
         }
     }
     if (c->layer_norm)
         induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                   W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
-    induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V);
+    induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
     double sum = induct__xent_forward(W(m->a_losses), W(m->a_logits), tokens, B, T, V, nt);
     double mean = sum / ((double)B * (T - 1));
     INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", mean);
@@ -245,8 +266,8 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
         induct__colsum(G(o->b_O), dres, N, D, D, nt);
-        induct__gemm(0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
-        induct__gemm(1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
+        induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
+        induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
         induct__attention_backward(dq, dk, dv, W(m->g_att), dz, W(a->q), W(a->k), W(a->v),
                                    W(a->att), B, T, H, dh, nt);
@@ -267,21 +288,9 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         memset(dh_, 0, N * D * sizeof(float));
         float *dqk_target = separate_qk ? dqk : dh_;
         if (separate_qk) memset(dqk, 0, N * D * sizeof(float));
-        for (size_t h = 0; h < H; h++) {
-            size_t wo = h * D * dh;
-            induct__gemm(1, 0, D, dh, N, 1.0f, W(a->qk_in), D, dq + h * dh, HD, 1.0f,
-                         G(o->W_Q) + wo, dh);
-            induct__gemm(1, 0, D, dh, N, 1.0f, W(a->qk_in), D, dk + h * dh, HD, 1.0f,
-                         G(o->W_K) + wo, dh);
-            induct__gemm(1, 0, D, dh, N, 1.0f, W(a->ln1), D, dv + h * dh, HD, 1.0f,
-                         G(o->W_V) + wo, dh);
-            induct__gemm(0, 1, N, D, dh, 1.0f, dq + h * dh, HD, P(o->W_Q) + wo, dh, 1.0f,
-                         dqk_target, D);
-            induct__gemm(0, 1, N, D, dh, 1.0f, dk + h * dh, HD, P(o->W_K) + wo, dh, 1.0f,
-                         dqk_target, D);
-            induct__gemm(0, 1, N, D, dh, 1.0f, dv + h * dh, HD, P(o->W_V) + wo, dh, 1.0f, dh_,
-                         D);
-        }
+        proj_backward(m, dqk_target, G(o->W_Q), dq, W(a->qk_in), W(a->wq), N, D, H, dh);
+        proj_backward(m, dqk_target, G(o->W_K), dk, W(a->qk_in), W(a->wk), N, D, H, dh);
+        proj_backward(m, dh_, G(o->W_V), dv, W(a->ln1), W(a->wv), N, D, H, dh);
         induct__colsum(G(o->b_Q), dq, N, HD, HD, nt);
         induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         induct__colsum(G(o->b_V), dv, N, HD, HD, nt);

@@ -91,7 +91,7 @@ typedef struct induct__layer_off {
 
 /* Activation offsets (in floats) into the workspace for the current (B, T). */
 typedef struct induct__layer_act {
-    size_t resid_pre, ln1, ln1_mean, ln1_rstd, qk_in, q, k_raw, k, v, att, z;
+    size_t resid_pre, ln1, ln1_mean, ln1_rstd, qk_in, wq, wk, wv, q, k_raw, k, v, att, z;
     size_t resid_mid, ln2, ln2_mean, ln2_rstd, mlp_pre, mlp_post;
 } induct__layer_act;
 
@@ -120,7 +120,7 @@ struct induct_model {
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
     /* backward scratch */
-    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha;
+    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
 };
 

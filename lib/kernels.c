@@ -18,13 +18,45 @@
 
 typedef ptrdiff_t idx;
 
-void induct__gemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+static void gemm1(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
     if (M == 0 || N == 0) return;
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                 B, (int)ldb, beta, C, (int)ldc);
+}
+
+/* OpenBLAS is the serial build: all parallelism is ours. Split the rows of C (or
+ * its columns when it has few rows) into one block per thread; each element is
+ * still computed by a single sgemm call with the same K order, so the result does
+ * not depend on the thread count. */
+void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                  const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                  size_t ldc) {
+    if (nt <= 1 || (M < 64 && N < 64) || M * N * K < ((size_t)1 << 18)) {
+        gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    int by_rows = M >= N || M >= 64 * (size_t)nt;
+    size_t total = by_rows ? M : N;
+    size_t unit = 16; /* keep blocks multiples of the micro-kernel width */
+    size_t chunks = (total + unit - 1) / unit;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (int t = 0; t < nt; t++) {
+        size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
+        size_t r0 = c0 * unit, r1 = c1 * unit < total ? c1 * unit : total;
+        if (r0 >= r1) continue;
+        if (by_rows) {
+            const float *Ab = transA ? A + r0 : A + r0 * lda;
+            gemm1(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc, ldc);
+        } else {
+            const float *Bb = transB ? B + r0 * ldb : B + r0;
+            gemm1(transA, transB, M, r1 - r0, K, alpha, A, lda, Bb, ldb, beta, C + r0, ldc);
+        }
+    }
 }
 
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
@@ -136,29 +168,35 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 }
 
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
-                            size_t N, size_t K, size_t C) {
+                            size_t N, size_t K, size_t C, int nt) {
     if (bias) {
         for (size_t n = 0; n < N; n++) memcpy(out + n * C, bias, C * sizeof *out);
-        induct__gemm(0, 0, N, C, K, 1.0f, inp, K, W, C, 1.0f, out, C);
+        induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 1.0f, out, C);
     } else {
-        induct__gemm(0, 0, N, C, K, 1.0f, inp, K, W, C, 0.0f, out, C);
+        induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 0.0f, out, C);
     }
 }
 
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt) {
+    /* rows in order, columns vectorised; column blocks per thread */
+    size_t nb = (C + 63) / 64;
     PFOR
-    for (idx c = 0; c < (idx)C; c++) {
-        double s = 0.0;
-        for (size_t n = 0; n < N; n++) s += dout[n * ld + (size_t)c];
-        dbias[c] += (float)s;
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        size_t c0 = (size_t)blk * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
+        double acc[64] = {0};
+        for (size_t n = 0; n < N; n++) {
+            const float *row = dout + n * ld;
+            for (size_t c = c0; c < c1; c++) acc[c - c0] += row[c];
+        }
+        for (size_t c = c0; c < c1; c++) dbias[c] += (float)acc[c - c0];
     }
 }
 
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
                              const float *inp, const float *W, size_t N, size_t K, size_t C,
                              int nt) {
-    if (dinp) induct__gemm(0, 1, N, K, C, 1.0f, dout, C, W, C, 1.0f, dinp, K);
-    induct__gemm(1, 0, K, C, N, 1.0f, inp, K, dout, C, 1.0f, dW, C);
+    if (dinp) induct__gemm(nt, 0, 1, N, K, C, 1.0f, dout, C, W, C, 1.0f, dinp, K);
+    induct__gemm(nt, 1, 0, K, C, N, 1.0f, inp, K, dout, C, 1.0f, dW, C);
     if (dbias) induct__colsum(dbias, dout, N, C, C, nt);
 }
 
@@ -240,13 +278,13 @@ void induct__attention_forward(float *z, float *att, const float *q, const float
         const float *vb = v + b * T * HD + h * dh;
         float *A = att + ((size_t)b * H + h) * T * T;
         /* scores for all (p, k), then the causal part only is used */
-        induct__gemm(0, 1, T, T, dh, scale, qb, HD, kb, HD, 0.0f, A, T);
+        gemm1(0, 1, T, T, dh, scale, qb, HD, kb, HD, 0.0f, A, T);
         for (size_t p = 0; p < T; p++) {
             float *row = A + p * T;
             induct__softmax_row(row, row, p + 1);
             memset(row + p + 1, 0, (T - p - 1) * sizeof *row);
         }
-        induct__gemm(0, 0, T, dh, T, 1.0f, A, T, vb, HD, 0.0f, z + b * T * HD + h * dh, HD);
+        gemm1(0, 0, T, dh, T, 1.0f, A, T, vb, HD, 0.0f, z + b * T * HD + h * dh, HD);
     }
 }
 
@@ -272,9 +310,9 @@ void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, co
             size_t off = b * T * HD + h * dh;
             const float *A = att + ((size_t)b * H + h) * T * T;
             /* dA = dz v^T */
-            induct__gemm(0, 1, T, T, dh, 1.0f, dz + off, HD, v + off, HD, 0.0f, dA, T);
+            gemm1(0, 1, T, T, dh, 1.0f, dz + off, HD, v + off, HD, 0.0f, dA, T);
             /* dv = A^T dz */
-            induct__gemm(1, 0, T, dh, T, 1.0f, A, T, dz + off, HD, 0.0f, dv + off, HD);
+            gemm1(1, 0, T, dh, T, 1.0f, A, T, dz + off, HD, 0.0f, dv + off, HD);
             /* softmax backward, causal part; masked entries become 0 */
             for (size_t p = 0; p < T; p++) {
                 const float *a = A + p * T;
@@ -286,8 +324,8 @@ void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, co
                 for (size_t j = p + 1; j < T; j++) g[j] = 0.0f;
             }
             /* dq = dS k ; dk = dS^T q */
-            induct__gemm(0, 0, T, dh, T, 1.0f, dA, T, k + off, HD, 0.0f, dq + off, HD);
-            induct__gemm(1, 0, T, dh, T, 1.0f, dA, T, q + off, HD, 0.0f, dk + off, HD);
+            gemm1(0, 0, T, dh, T, 1.0f, dA, T, k + off, HD, 0.0f, dq + off, HD);
+            gemm1(1, 0, T, dh, T, 1.0f, dA, T, q + off, HD, 0.0f, dk + off, HD);
         }
     }
 }
@@ -324,7 +362,7 @@ double induct__xent_forward(float *losses, const float *logits, const int32_t *t
         for (size_t v = 1; v < V; v++)
             if (l[v] > mx) mx = l[v];
         double s = 0.0;
-        for (size_t v = 0; v < V; v++) s += exp((double)l[v] - mx);
+        for (size_t v = 0; v < V; v++) s += expf(l[v] - mx);
         int32_t tgt = tokens[b * T + p + 1];
         losses[bt] = (float)(log(s) + (double)mx - (double)l[tgt]);
     }
@@ -348,9 +386,10 @@ void induct__xent_backward(float *dlogits, const float *logits, const int32_t *t
         for (size_t v = 1; v < V; v++)
             if (l[v] > mx) mx = l[v];
         double s = 0.0;
-        for (size_t v = 0; v < V; v++) s += exp((double)l[v] - mx);
+        for (size_t v = 0; v < V; v++) s += expf(l[v] - mx);
         double inv = 1.0 / s;
-        for (size_t v = 0; v < V; v++) g[v] = (float)(exp((double)l[v] - mx) * inv) * scale;
+        float finv = (float)inv * scale;
+        for (size_t v = 0; v < V; v++) g[v] = expf(l[v] - mx) * finv;
         g[tokens[b * T + p + 1]] -= scale;
     }
 }

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS. */
-void induct__gemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc);
 
@@ -35,7 +35,7 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 
 /* out[N,C] = inp[N,K] @ W[K,C] + bias[C] (bias may be NULL). */
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
-                            size_t N, size_t K, size_t C);
+                            size_t N, size_t K, size_t C, int nt);
 /* dinp[N,K] += dout @ W^T (dinp may be NULL); dW[K,C] += inp^T dout; dbias[C] += colsum. */
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
                              const float *inp, const float *W, size_t N, size_t K, size_t C,
