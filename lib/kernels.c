@@ -27,15 +27,36 @@ static void gemm1(int transA, int transB, size_t M, size_t N, size_t K, float al
                 B, (int)ldb, beta, C, (int)ldc);
 }
 
-/* OpenBLAS is the serial build: all parallelism is ours. Split the rows of C (or
- * its columns when it has few rows) into one block per thread; each element is
- * still computed by a single sgemm call with the same K order, so the result does
- * not depend on the thread count. */
+/* One single-threaded sgemm. libinduct links OpenBLAS's OpenMP build, which runs
+ * single-threaded inside an active parallel region and otherwise sizes its own
+ * team from omp_get_max_threads(). Outside our regions we therefore call it from
+ * a one-thread region whose nthreads ICV is set to 1: that ICV belongs to the
+ * region's implicit task and disappears with it, so the caller's OpenMP settings
+ * are never changed. All parallelism is ours (induct__gemm below). */
+static void gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                        const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                        float *C, size_t ldc) {
+#ifdef _OPENMP
+    if (!omp_in_parallel()) {
+#pragma omp parallel num_threads(1)
+        {
+            omp_set_num_threads(1);
+            gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        }
+        return;
+    }
+#endif
+    gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Split the rows of C (or its columns when it has few rows) into one block per
+ * thread; each element is still computed by one sgemm call with the same K
+ * order, so the result does not depend on the thread count. */
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
     if (nt <= 1 || (M < 64 && N < 64) || M * N * K < ((size_t)1 << 18)) {
-        gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     int by_rows = M >= N || M >= 64 * (size_t)nt;
@@ -51,10 +72,10 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
         if (r0 >= r1) continue;
         if (by_rows) {
             const float *Ab = transA ? A + r0 : A + r0 * lda;
-            gemm1(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc, ldc);
+            gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc, ldc);
         } else {
             const float *Bb = transB ? B + r0 * ldb : B + r0;
-            gemm1(transA, transB, M, r1 - r0, K, alpha, A, lda, Bb, ldb, beta, C + r0, ldc);
+            gemm_serial(transA, transB, M, r1 - r0, K, alpha, A, lda, Bb, ldb, beta, C + r0, ldc);
         }
     }
 }
@@ -278,13 +299,13 @@ void induct__attention_forward(float *z, float *att, const float *q, const float
         const float *vb = v + b * T * HD + h * dh;
         float *A = att + ((size_t)b * H + h) * T * T;
         /* scores for all (p, k), then the causal part only is used */
-        gemm1(0, 1, T, T, dh, scale, qb, HD, kb, HD, 0.0f, A, T);
+        gemm_serial(0, 1, T, T, dh, scale, qb, HD, kb, HD, 0.0f, A, T);
         for (size_t p = 0; p < T; p++) {
             float *row = A + p * T;
             induct__softmax_row(row, row, p + 1);
             memset(row + p + 1, 0, (T - p - 1) * sizeof *row);
         }
-        gemm1(0, 0, T, dh, T, 1.0f, A, T, vb, HD, 0.0f, z + b * T * HD + h * dh, HD);
+        gemm_serial(0, 0, T, dh, T, 1.0f, A, T, vb, HD, 0.0f, z + b * T * HD + h * dh, HD);
     }
 }
 
@@ -310,9 +331,9 @@ void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, co
             size_t off = b * T * HD + h * dh;
             const float *A = att + ((size_t)b * H + h) * T * T;
             /* dA = dz v^T */
-            gemm1(0, 1, T, T, dh, 1.0f, dz + off, HD, v + off, HD, 0.0f, dA, T);
+            gemm_serial(0, 1, T, T, dh, 1.0f, dz + off, HD, v + off, HD, 0.0f, dA, T);
             /* dv = A^T dz */
-            gemm1(1, 0, T, dh, T, 1.0f, A, T, dz + off, HD, 0.0f, dv + off, HD);
+            gemm_serial(1, 0, T, dh, T, 1.0f, A, T, dz + off, HD, 0.0f, dv + off, HD);
             /* softmax backward, causal part; masked entries become 0 */
             for (size_t p = 0; p < T; p++) {
                 const float *a = A + p * T;
@@ -324,8 +345,8 @@ void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, co
                 for (size_t j = p + 1; j < T; j++) g[j] = 0.0f;
             }
             /* dq = dS k ; dk = dS^T q */
-            gemm1(0, 0, T, dh, T, 1.0f, dA, T, k + off, HD, 0.0f, dq + off, HD);
-            gemm1(1, 0, T, dh, T, 1.0f, dA, T, q + off, HD, 0.0f, dk + off, HD);
+            gemm_serial(0, 0, T, dh, T, 1.0f, dA, T, k + off, HD, 0.0f, dq + off, HD);
+            gemm_serial(1, 0, T, dh, T, 1.0f, dA, T, q + off, HD, 0.0f, dk + off, HD);
         }
     }
 }

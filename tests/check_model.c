@@ -1,0 +1,248 @@
+/* Model: whole-model gradients against central finite differences for every
+ * variant, causality, exact loss of all-zero logits, determinism, bad input.
+ * Links only the shared library (public API). */
+#include <math.h>
+#include <string.h>
+
+#include "testutil.h"
+
+enum { B = 2, T = 7 };
+
+typedef struct variant {
+    const char *name;
+    uint32_t d_mlp, layer_norm, positional, smeared;
+} variant;
+
+static const variant VARIANTS[] = {
+    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0},
+    {"mlp", 12, 0, INDUCT_POS_STANDARD, 0},
+    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0},
+    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0},
+    {"none", 0, 0, INDUCT_POS_NONE, 0},
+    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1},
+    {"everything", 12, 1, INDUCT_POS_SHORTFORMER, 1},
+};
+#define N_VARIANTS (int)(sizeof VARIANTS / sizeof VARIANTS[0])
+
+static induct_model *make(const variant *v) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.d_mlp = v->d_mlp;
+    c.layer_norm = v->layer_norm;
+    c.positional = v->positional;
+    c.smeared_keys = v->smeared;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 3);
+    return m;
+}
+
+static double loss_of(induct_model *m, const int32_t *tok) {
+    double l;
+    ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, NULL, 0, &l));
+    return l;
+}
+
+START_TEST(test_gradcheck) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 5);
+    double l0;
+    ck_ok(induct_model_backward(m, tok, B, T, &l0));
+    size_t nt = induct_model_n_tensors(m), checked = 0;
+    double worst = 0;
+    const char *worst_name = "";
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n;
+        ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+        float *p = malloc(n * sizeof *p), *g = malloc(n * sizeof *g);
+        size_t len;
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, p, n, &len));
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g, n, &len));
+        for (size_t j = 0; j < n; j++) {
+            const float eps = 2e-3f;
+            float orig = p[j];
+            p[j] = orig + eps;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            double lp = loss_of(m, tok);
+            p[j] = orig - eps;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            double lm = loss_of(m, tok);
+            p[j] = orig;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            double fd = (lp - lm) / (2.0 * ((double)(orig + eps) - (double)orig));
+            double err = fabs(fd - g[j]) / (2e-3 + 2e-2 * fabs(fd));
+            if (err > worst) {
+                worst = err;
+                worst_name = name;
+            }
+            ck_assert_msg(err <= 1.0, "%s: %s[%zu] analytic %.6g vs finite difference %.6g",
+                          v->name, name, j, g[j], fd);
+            checked++;
+        }
+        free(p);
+        free(g);
+    }
+    ck_assert_uint_eq(checked, induct_model_n_params(m));
+    (void)worst_name;
+    induct_model_free(m);
+}
+END_TEST
+
+/* Changing token j never changes logits at positions < j (bitwise). */
+START_TEST(test_causality) {
+    induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
+    int32_t tok[T];
+    tu_tokens(tok, T, 11, 9);
+    float a[T * 11], b[T * 11];
+    ck_ok(induct_model_forward(m, tok, 1, T, a, T * 11, NULL, 0, NULL));
+    for (int j = 1; j < T; j++) {
+        int32_t t2[T];
+        memcpy(t2, tok, sizeof tok);
+        t2[j] = (t2[j] + 1 + j) % 11;
+        ck_ok(induct_model_forward(m, t2, 1, T, b, T * 11, NULL, 0, NULL));
+        ck_assert_msg(memcmp(a, b, (size_t)j * 11 * sizeof(float)) == 0,
+                      "changing token %d changed an earlier logit", j);
+        ck_assert_msg(memcmp(a + j * 11, b + j * 11, 11 * sizeof(float)) != 0,
+                      "changing token %d did not change its own logits", j);
+    }
+    induct_model_free(m);
+}
+END_TEST
+
+/* All-zero logits give exactly ln(d_vocab) at every position. */
+START_TEST(test_zero_logits_loss) {
+    induct_model *m = make(&VARIANTS[0]);
+    float zeros[8 * 11] = {0};
+    ck_ok(induct_model_set_tensor(m, "unembed.W_U", zeros, 8 * 11));
+    ck_ok(induct_model_set_tensor(m, "unembed.b_U", zeros, 11));
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 1);
+    float losses[B * (T - 1)];
+    double mean;
+    ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, losses, B * (T - 1), &mean));
+    for (int i = 0; i < B * (T - 1); i++) ck_assert_float_eq(losses[i], (float)log(11.0));
+    ck_assert_double_eq_tol(mean, log(11.0), 1e-6);
+    induct_model_free(m);
+}
+END_TEST
+
+/* Attention rows sum to 1 and keys after the query get exactly 0. */
+START_TEST(test_attention_pattern) {
+    induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
+    int32_t tok[T];
+    tu_tokens(tok, T, 11, 2);
+    size_t need;
+    ck_assert_status(induct_model_attention(m, tok, T, NULL, 0, &need), INDUCT_EBUFSIZE);
+    ck_assert_uint_eq(need, 2 * 2 * T * T);
+    float *A = malloc(need * sizeof *A);
+    ck_ok(induct_model_attention(m, tok, T, A, need, &need));
+    for (int lh = 0; lh < 4; lh++)
+        for (int p = 0; p < T; p++) {
+            double s = 0;
+            for (int k = 0; k < T; k++) {
+                float a = A[(lh * T + p) * T + k];
+                if (k > p) ck_assert_float_eq(a, 0.0f);
+                else ck_assert(a >= 0.0f);
+                s += a;
+            }
+            ck_assert_double_eq_tol(s, 1.0, 1e-5);
+        }
+    free(A);
+    induct_model_free(m);
+}
+END_TEST
+
+/* Very large weights make the scores extreme but finite: patterns stay exact. */
+START_TEST(test_extreme_scores) {
+    induct_model *m = make(&VARIANTS[0]);
+    tu_randomize(m, 300.0, 4); /* scores of order 1e9 */
+    int32_t tok[T];
+    tu_tokens(tok, T, 11, 3);
+    float A[2 * 2 * T * T];
+    size_t len;
+    ck_ok(induct_model_attention(m, tok, T, A, sizeof A / sizeof *A, &len));
+    for (int lh = 0; lh < 4; lh++)
+        for (int p = 0; p < T; p++) {
+            double s = 0;
+            for (int k = 0; k <= p; k++) {
+                ck_assert(isfinite(A[(lh * T + p) * T + k]));
+                s += A[(lh * T + p) * T + k];
+            }
+            ck_assert_double_eq_tol(s, 1.0, 1e-5);
+        }
+    induct_model_free(m);
+}
+END_TEST
+
+static void train_n(uint32_t threads, int steps, float *params_out, double *loss_out) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.d_mlp = 16;
+    c.layer_norm = 1;
+    c.smeared_keys = 1;
+    c.n_threads = threads;
+    c.n_ctx = 32;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = 11;
+    rc.min_block = 3;
+    rc.seed = 99;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    ck_ok(induct_optimizer_set(o, INDUCT_OPT_LR, 1e-2));
+    for (int s = 0; s < steps; s++) ck_ok(induct_train_step(o, d, 16, 32, &loss_out[s]));
+    size_t off = 0, nt = induct_model_n_tensors(m);
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n, len;
+        ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, params_out + off, n, &len));
+        off += n;
+    }
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    induct_dataset_free(d);
+}
+
+/* Same seed, config and thread count: bit-identical. Also across thread counts
+ * (documented in docs/threading.md): parallel loops cover independent outputs. */
+START_TEST(test_determinism) {
+    enum { STEPS = 20, NP = 20000 };
+    static float p1[NP], p2[NP], p3[NP];
+    double l1[STEPS], l2[STEPS], l3[STEPS];
+    train_n(1, STEPS, p1, l1);
+    train_n(1, STEPS, p2, l2);
+    train_n(2, STEPS, p3, l3);
+    ck_assert(memcmp(p1, p2, sizeof p1) == 0);
+    ck_assert(memcmp(l1, l2, sizeof l1) == 0);
+    ck_assert_msg(memcmp(p1, p3, sizeof p1) == 0, "1 and 2 threads differ");
+    ck_assert(memcmp(l1, l3, sizeof l1) == 0);
+    ck_assert(l1[STEPS - 1] < l1[0]);
+}
+END_TEST
+
+Suite *model_suite(void) {
+    Suite *s = suite_create("model");
+    TCase *tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_gradcheck, 0, N_VARIANTS);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("numerics");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_causality);
+    tcase_add_test(tc, test_zero_logits_loss);
+    tcase_add_test(tc, test_attention_pattern);
+    tcase_add_test(tc, test_extreme_scores);
+    tcase_add_test(tc, test_determinism);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(model_suite()); }

@@ -1,0 +1,52 @@
+#include "testutil.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint64_t lcg(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 11;
+}
+
+void tu_tiny_config(induct_model_config *c) {
+    induct_model_config_init(c, sizeof *c);
+    c->n_layers = 2;
+    c->d_model = 8;
+    c->n_heads = 2;
+    c->n_ctx = 8;
+    c->d_vocab = 11;
+    c->seed = 7;
+}
+
+void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed) {
+    uint64_t s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) t[i] = (int32_t)(lcg(&s) % V);
+}
+
+void tu_randomize(induct_model *m, double std, uint64_t seed) {
+    uint64_t s = seed + 12345;
+    size_t nt = induct_model_n_tensors(m);
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n;
+        ck_assert_int_eq(induct_model_tensor_info(m, i, &name, NULL, NULL, &n), INDUCT_OK);
+        float *buf = malloc(n * sizeof *buf);
+        for (size_t j = 0; j < n; j++) {
+            double u1 = ((double)lcg(&s) + 1.0) / 9007199254740993.0;
+            double u2 = (double)lcg(&s) / 9007199254740992.0;
+            double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+            buf[j] = (float)(std * z);
+            if (strstr(name, ".w") && strstr(name, "ln")) buf[j] += 1.0f; /* LN gains near 1 */
+        }
+        ck_assert_int_eq(induct_model_set_tensor(m, name, buf, n), INDUCT_OK);
+        free(buf);
+    }
+}
+
+int tu_run(Suite *s) {
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

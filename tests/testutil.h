@@ -1,0 +1,30 @@
+/* Shared helpers for the libcheck suites. */
+#ifndef INDUCT_TESTUTIL_H
+#define INDUCT_TESTUTIL_H
+
+#include <check.h>
+#include <induct/induct.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Assert a call returned `expected`, printing the library's message otherwise. */
+#define ck_assert_status(call, expected)                                                   \
+    do {                                                                                   \
+        int rc_ = (call);                                                                  \
+        ck_assert_msg(rc_ == (expected), "%s returned %s (%s), expected %s", #call,        \
+                      induct_status_name(rc_), induct_last_error_message(),                \
+                      induct_status_name(expected));                                       \
+    } while (0)
+#define ck_ok(call) ck_assert_status(call, INDUCT_OK)
+
+/* A tiny config: 2 layers, d_model 8, 2 heads, n_ctx 8, d_vocab 11. */
+void tu_tiny_config(induct_model_config *c);
+/* Deterministic pseudo-random tokens in [0, V). */
+void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed);
+/* Overwrite every parameter with N(0, std) values (deterministic) so that biases,
+ * LayerNorm and alpha are all non-trivial. */
+void tu_randomize(induct_model *m, double std, uint64_t seed);
+/* Run a suite; returns the process exit status. */
+int tu_run(Suite *s);
+
+#endif
