@@ -547,6 +547,12 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
                                                     size_t *out_len);
 /** @} */
 
+/* ---- datasets: KV retrieval, text, token files (issue 3) ---------------- */
+
+/* ---- analysis suite (issue 4) ------------------------------------------ */
+
+/* ---- training driver, metrics, checkpoints (issue 5) ------------------- */
+
 #ifdef __cplusplus
 }
 #endif
