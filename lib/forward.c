@@ -96,6 +96,7 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     }
     ALLOC(m->a_logits, N, V);
     ALLOC(m->a_losses, N, 1);
+    ALLOC(m->a_lse, N, 1);
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
     ALLOC(m->g_h, N, D);
@@ -109,7 +110,8 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
         ALLOC(m->g_mlp2, N, M);
     }
     ALLOC(m->g_logits, N, V);
-    ALLOC(m->g_att, (size_t)c->n_threads * T, T);
+    /* per-thread scratch of the fused attention kernels */
+    ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
     ALLOC(m->g_alpha, BH, 1);
     ALLOC(m->g_w, D, HD);
 #undef ALLOC
@@ -143,7 +145,7 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
 }
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
-    if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
+    if (m->ws && m->ws_B == B && m->ws_T == T && m->ws_nt == m->cfg.n_threads) return INDUCT_OK;
     size_t need = layout(m, B, T);
     INDUCT_FAIL_IF(need == 0, INDUCT_ELIMIT,
                    "workspace for batch %u x seq_len %u overflows size_t", B, T);
@@ -151,7 +153,9 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
                    "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
                    need);
     if (need > m->ws_cap) {
-        float *w = malloc(need * sizeof(float));
+        /* 64-byte aligned (cache lines, vector loads); aligned_alloc wants a multiple */
+        size_t bytes = (need * sizeof(float) + 63) & ~(size_t)63;
+        float *w = aligned_alloc(64, bytes);
         if (!w) {
             m->ws_B = m->ws_T = 0;
             return induct__fail(INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
@@ -162,6 +166,7 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     }
     m->ws_B = B;
     m->ws_T = T;
+    m->ws_nt = m->cfg.n_threads;
     return INDUCT_OK;
 }
 
@@ -194,7 +199,9 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
         if (c->smeared_keys)
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-        induct__attention_forward(W(a->z), W(a->att), W(a->q), W(a->k), W(a->v), B, T, H, dh, nt);
+        /* causal half only (k <= p), scores + mask + softmax fused per query row */
+        induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                    B, T, H, dh, W(m->g_att), nt);
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
         const float *rp = W(a->resid_pre), *bO = P(o->b_O);
         for (size_t n = 0; n < N; n++)
@@ -216,7 +223,8 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                   W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
-    double sum = induct__xent_forward(W(m->a_losses), W(m->a_logits), tokens, B, T, V, nt);
+    double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_logits), tokens, B,
+                                          T, V, nt);
     double mean = sum / ((double)B * (T - 1));
     INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", mean);
     if (mean_loss) *mean_loss = mean;
@@ -231,7 +239,8 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
     memset(m->grads, 0, m->n_params * sizeof(float));
     float *dres = W(m->g_resid), *dh_ = W(m->g_h);
     float scale = (float)(1.0 / ((double)B * (T - 1)));
-    induct__xent_backward(W(m->g_logits), W(m->a_logits), tokens, B, T, V, scale, nt);
+    induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
+                              nt);
     /* unembed: logits = lnf W_U + b_U */
     memset(dh_, 0, N * D * sizeof(float));
     induct__linear_backward(dh_, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
@@ -269,8 +278,8 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
         induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
-        induct__attention_backward(dq, dk, dv, W(m->g_att), dz, W(a->q), W(a->k), W(a->v),
-                                   W(a->att), B, T, H, dh, nt);
+        induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                     W(a->att), B, T, H, dh, W(m->g_att), nt);
         if (c->smeared_keys) {
             /* dk is d(smeared k); turn it into d(k_raw), reusing g_z (dz no longer needed) */
             float *dkr = W(m->g_z), *dal = W(m->g_alpha);

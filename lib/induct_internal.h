@@ -117,8 +117,10 @@ struct induct_model {
     float *ws;
     size_t ws_cap;   /* floats */
     uint32_t ws_B, ws_T;   /* shape the offsets below describe */
+    uint32_t ws_nt;        /* n_threads the per-thread scratch was sized for */
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
+    size_t a_lse; /* [B*T] log-sum-exp of every logits row (for the backward pass) */
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */

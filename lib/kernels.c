@@ -419,3 +419,399 @@ void induct__add_inplace(float *a, const float *b, size_t n, int nt) {
     PFOR
     for (idx i = 0; i < (idx)n; i++) a[i] += b[i];
 }
+
+/* ==== fused kernels (issue 9: performance) ==================================== */
+
+#include <stdatomic.h>
+
+#define EXP_LO (-87.33654475f) /* ln(FLT_MIN): below it the result would be subnormal */
+#define EXP_HI 88.0f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 (-2.12194440e-4f)
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+float induct__expf(float x) {
+    if (x != x) return x;
+    if (x < EXP_LO) return 0.0f;
+    if (x > EXP_HI) x = EXP_HI;
+    float fx = nearbyintf(x * EXP_LOG2E);
+    float r = fmaf(fx, -EXP_C1, x);
+    r = fmaf(fx, -EXP_C2, r);
+    float z = r * r, p = EXP_P0;
+    p = fmaf(p, r, EXP_P1);
+    p = fmaf(p, r, EXP_P2);
+    p = fmaf(p, r, EXP_P3);
+    p = fmaf(p, r, EXP_P4);
+    p = fmaf(p, r, EXP_P5);
+    p = fmaf(p, z, r);
+    p = p + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)fx + 127) << 23;
+    float sc;
+    memcpy(&sc, &bits, sizeof sc);
+    return p * sc;
+}
+
+/* Row stride of the attention kernels' padded scratch rows: a multiple of 8 floats that
+ * is an odd multiple, so that walking down a column does not hit the same cache sets
+ * (a power-of-two stride such as 512 floats thrashes L1 and L2). */
+static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
+
+/* -- portable 8-lane instantiation ------------------------------------------------ */
+typedef struct vf8 {
+    float v[8];
+} vf8;
+typedef struct vd8 {
+    double v[8];
+} vd8;
+static inline vf8 s_zero(void) { vf8 r; for (int l = 0; l < 8; l++) r.v[l] = 0.0f; return r; }
+static inline vf8 s_set1(float x) { vf8 r; for (int l = 0; l < 8; l++) r.v[l] = x; return r; }
+static inline vf8 s_load(const float *p) { vf8 r; memcpy(r.v, p, sizeof r.v); return r; }
+static inline void s_store(float *p, vf8 a) { memcpy(p, a.v, sizeof a.v); }
+static inline vf8 s_fma(vf8 a, vf8 b, vf8 c) {
+    for (int l = 0; l < 8; l++) c.v[l] = fmaf(a.v[l], b.v[l], c.v[l]);
+    return c;
+}
+static inline vf8 s_mul(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] *= b.v[l]; return a; }
+static inline vf8 s_add(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] += b.v[l]; return a; }
+static inline vf8 s_sub(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] -= b.v[l]; return a; }
+static inline float s_max1(float a, float b) { return a > b ? a : b; } /* as MAXPS(a, b) */
+static inline vf8 s_max(vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) a.v[l] = s_max1(a.v[l], b.v[l]);
+    return a;
+}
+static inline vf8 s_exp(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = induct__expf(a.v[l]); return a; }
+/* horizontal reductions in the tree order of the AVX2 versions below */
+static inline float s_hsum(vf8 a) {
+    float a0 = a.v[0] + a.v[4], a1 = a.v[1] + a.v[5], a2 = a.v[2] + a.v[6], a3 = a.v[3] + a.v[7];
+    return (a0 + a2) + (a1 + a3);
+}
+static inline float s_hmax(vf8 a) {
+    float a0 = s_max1(a.v[0], a.v[4]), a1 = s_max1(a.v[1], a.v[5]);
+    float a2 = s_max1(a.v[2], a.v[6]), a3 = s_max1(a.v[3], a.v[7]);
+    return s_max1(s_max1(a0, a2), s_max1(a1, a3));
+}
+static inline vd8 s_dzero(void) { vd8 r; for (int l = 0; l < 8; l++) r.v[l] = 0.0; return r; }
+static inline void s_acc_d(vd8 *lo, vd8 *hi, vf8 x) {
+    (void)hi;
+    for (int l = 0; l < 8; l++) lo->v[l] += (double)x.v[l];
+}
+static inline double s_dhsum(vd8 lo, vd8 hi) {
+    (void)hi;
+    double a0 = lo.v[0] + lo.v[4], a1 = lo.v[1] + lo.v[5], a2 = lo.v[2] + lo.v[6],
+           a3 = lo.v[3] + lo.v[7];
+    return (a0 + a2) + (a1 + a3);
+}
+
+#define FN(name) name##_scalar
+#define ATTR
+#define VF vf8
+#define VD vd8
+#define v_zero s_zero
+#define v_set1 s_set1
+#define v_load s_load
+#define v_store s_store
+#define v_fma s_fma
+#define v_mul s_mul
+#define v_add s_add
+#define v_sub s_sub
+#define v_max s_max
+#define v_exp s_exp
+#define v_hsum s_hsum
+#define v_hmax s_hmax
+#define vd_zero s_dzero
+#define v_acc_d s_acc_d
+#define vd_hsum s_dhsum
+#include "kernels_attn.inc"
+#undef FN
+#undef ATTR
+#undef VF
+#undef VD
+#undef v_zero
+#undef v_set1
+#undef v_load
+#undef v_store
+#undef v_fma
+#undef v_mul
+#undef v_add
+#undef v_sub
+#undef v_max
+#undef v_exp
+#undef v_hsum
+#undef v_hmax
+#undef vd_zero
+#undef v_acc_d
+#undef vd_hsum
+
+/* -- AVX2 + FMA instantiation ---------------------------------------------------- */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(INDUCT_NO_SIMD)
+#define INDUCT_AVX2 1
+#include <immintrin.h>
+#define AVX2_ __attribute__((target("avx2,fma")))
+typedef struct vd2 {
+    __m256d lo, hi;
+} vd2;
+AVX2_ static inline __m256 a_zero(void) { return _mm256_setzero_ps(); }
+AVX2_ static inline __m256 a_set1(float x) { return _mm256_set1_ps(x); }
+AVX2_ static inline __m256 a_load(const float *p) { return _mm256_loadu_ps(p); }
+AVX2_ static inline void a_store(float *p, __m256 a) { _mm256_storeu_ps(p, a); }
+AVX2_ static inline __m256 a_fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+AVX2_ static inline __m256 a_mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+AVX2_ static inline __m256 a_sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+AVX2_ static inline __m256 a_max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+AVX2_ static inline __m256 a_exp(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(EXP_LO);
+    __m256 keep = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ); /* x >= lo or NaN */
+    /* MAXPS/MINPS return the second operand when one is NaN: NaN propagates */
+    __m256 xc = _mm256_min_ps(_mm256_set1_ps(EXP_HI), _mm256_max_ps(lo, x));
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(EXP_LOG2E)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(fx, _mm256_set1_ps(-EXP_C1), xc);
+    r = _mm256_fmadd_ps(fx, _mm256_set1_ps(-EXP_C2), r);
+    __m256 z = _mm256_mul_ps(r, r), p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(p, z, r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i n = _mm256_cvtps_epi32(fx);
+    n = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(n)));
+}
+AVX2_ static inline float a_hsum(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+AVX2_ static inline float a_hmax(__m256 v) {
+    __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 b = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_max_ss(b, _mm_movehdup_ps(b)));
+}
+AVX2_ static inline vd2 a_dzero(void) {
+    vd2 r = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+    return r;
+}
+AVX2_ static inline void a_acc_d(vd2 *lo, vd2 *hi, __m256 x) {
+    (void)hi;
+    lo->lo = _mm256_add_pd(lo->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    lo->hi = _mm256_add_pd(lo->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+}
+AVX2_ static inline double a_dhsum(vd2 lo, vd2 hi) {
+    (void)hi;
+    __m256d a = _mm256_add_pd(lo.lo, lo.hi); /* lanes l + l+4 */
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+}
+/* 8x8 tile transpose: dst[j][t] = src[t][j] */
+AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, size_t lds) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#define v_transpose8 a_transpose8
+#define FN(name) name##_avx2
+#define ATTR AVX2_
+#define VF __m256
+#define VD vd2
+#define v_zero a_zero
+#define v_set1 a_set1
+#define v_load a_load
+#define v_store a_store
+#define v_fma a_fma
+#define v_mul a_mul
+#define v_add a_add
+#define v_sub a_sub
+#define v_max a_max
+#define v_exp a_exp
+#define v_hsum a_hsum
+#define v_hmax a_hmax
+#define vd_zero a_dzero
+#define v_acc_d a_acc_d
+#define vd_hsum a_dhsum
+#include "kernels_attn.inc"
+#undef FN
+#undef ATTR
+#undef VF
+#undef VD
+#undef v_zero
+#undef v_set1
+#undef v_load
+#undef v_store
+#undef v_fma
+#undef v_mul
+#undef v_add
+#undef v_sub
+#undef v_max
+#undef v_exp
+#undef v_hsum
+#undef v_hmax
+#undef vd_zero
+#undef v_acc_d
+#undef vd_hsum
+#undef v_transpose8
+#endif
+
+static atomic_int simd_allowed = 1;
+
+void induct__simd_enable(int on) { atomic_store(&simd_allowed, on ? 1 : 0); }
+
+int induct__simd_active(void) {
+#ifdef INDUCT_AVX2
+    return atomic_load_explicit(&simd_allowed, memory_order_relaxed) &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+size_t induct__attn_scratch_floats(size_t T, size_t dh) {
+    size_t Tp = attn_stride(T), Tr = (T + 7) & ~(size_t)7;
+    /* backward (the larger): V^T, packed K, Q, dz, then dS and a copy of the pattern */
+    size_t n = dh * Tp + 3 * T * dh + 2 * Tr * Tp;
+    return (n + 15) & ~(size_t)15; /* keep every thread's block 64-byte aligned */
+}
+
+void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt) {
+    size_t per = induct__attn_scratch_floats(T, dh);
+    float scale = 1.0f / sqrtf((float)dh);
+    int simd = induct__simd_active();
+    (void)simd;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = scratch + (size_t)tid * per;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx bh = 0; bh < (idx)(B * H); bh++) {
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
+            float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
+            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
+                        *vb = v + r0 * ldv + h * dh;
+#ifdef INDUCT_AVX2
+            if (simd) {
+                attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+                continue;
+            }
+#endif
+            attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+        }
+    }
+}
+
+void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
+                                  const float *q, size_t ldq, const float *k, size_t ldk,
+                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
+                                  size_t H, size_t dh, float *scratch, int nt) {
+    size_t per = induct__attn_scratch_floats(T, dh);
+    float scale = 1.0f / sqrtf((float)dh);
+    int simd = induct__simd_active();
+    (void)simd;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = scratch + (size_t)tid * per;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx bh = 0; bh < (idx)(B * H); bh++) {
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
+            const float *ab = att + (size_t)bh * T * T;
+            float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
+            const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
+                        *vb = v + r0 * ldv + o;
+#ifdef INDUCT_AVX2
+            if (simd) {
+                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
+                                 scale, sc);
+                continue;
+            }
+#endif
+            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
+                               scale, sc);
+        }
+    }
+}
+
+double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    PFOR
+    for (idx bt = 0; bt < (idx)(B * T); bt++) {
+        size_t b = (size_t)bt / T, p = (size_t)bt % T;
+        const float *l = logits + (size_t)bt * V;
+        double s;
+#ifdef INDUCT_AVX2
+        if (simd) s = lse_row_avx2(l, V);
+        else
+#endif
+            s = lse_row_scalar(l, V);
+        lse[bt] = (float)s;
+        if (p + 1 < T) losses[b * (T - 1) + p] = (float)(s - (double)l[tokens[bt + 1]]);
+    }
+    double sum = 0.0;
+    for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
+    return sum;
+}
+
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
+                               int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    PFOR
+    for (idx bt = 0; bt < (idx)(B * T); bt++) {
+        size_t p = (size_t)bt % T;
+        float *g = dlogits + (size_t)bt * V;
+        if (p == T - 1) {
+            memset(g, 0, V * sizeof *g);
+            continue;
+        }
+        const float *l = logits + (size_t)bt * V;
+#ifdef INDUCT_AVX2
+        if (simd) softmax_scaled_avx2(g, l, lse[bt], scale, V);
+        else
+#endif
+            softmax_scaled_scalar(g, l, lse[bt], scale, V);
+        g[tokens[bt + 1]] -= scale;
+    }
+}

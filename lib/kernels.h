@@ -79,3 +79,42 @@ void induct__xent_backward(float *dlogits, const float *logits, const int32_t *t
 void induct__add_inplace(float *a, const float *b, size_t n, int nt);
 
 #endif
+
+/* ---- fused kernels (issue 9: performance) ---------------------------------------------
+ * Vectorised with AVX2+FMA when the CPU has them (runtime check), otherwise a scalar path
+ * that performs the same operations in the same order (fmaf is correctly rounded), so
+ * both paths give bit-identical results. Parallel over (batch, head) pairs only. */
+
+/* exp(x) for one float (Cephes-style polynomial, about 1 ulp): the function the fused
+ * kernels use. 0 for x < -87.3, NaN propagates. Meant for x <= 0 (softmax, log-sum-exp). */
+float induct__expf(float x);
+
+/* Floats of per-thread scratch the fused attention kernels need for (T, d_head). */
+size_t induct__attn_scratch_floats(size_t T, size_t dh);
+
+/* Causal attention computing only k <= p, with scores, mask and softmax fused per row.
+ * Same outputs as induct__attention_forward (att [B,H,T,T] with exact zeros above the
+ * diagonal; z [B,T,H,dh]). q, k, v, z rows have strides ldq, ldk, ldv, ldz (>= H*dh);
+ * head h of row (b,t) starts at h*dh. scratch: nt * induct__attn_scratch_floats(T, dh). */
+void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt);
+/* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
+ * dz stride ldz); only k <= p touched. */
+void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
+                                  const float *q, size_t ldq, const float *k, size_t ldk,
+                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
+                                  size_t H, size_t dh, float *scratch, int nt);
+
+/* Cross-entropy forward that also keeps lse[B*T] = log-sum-exp of every logits row
+ * (rows at p = T-1 included) for induct__xent_backward_lse. losses as induct__xent_forward. */
+double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
+/* dlogits (overwrite) = (exp(logits - lse) - onehot) * scale for p < T-1, 0 at p = T-1. */
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
+                               int nt);
+
+/* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
+void induct__simd_enable(int on);
+int induct__simd_active(void);

@@ -1,0 +1,221 @@
+/* Fused kernels (issue 9, lib/kernels_attn.inc): the causal-only attention and the
+ * log-sum-exp cross-entropy against the straightforward kernels (full T x T GEMMs through
+ * CBLAS, libm expf, double sums) on awkward shapes and strides; exact zeros above the
+ * diagonal; the SIMD and scalar paths bit-identical; 1, 2 and 3 threads bit-identical;
+ * the exp approximation against libm. White-box: links the internal library. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "testutil.h"
+
+static uint64_t st;
+static float frand(void) { /* uniform in [-1, 1) */
+    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(st >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static void fill(float *x, size_t n, float amp) {
+    for (size_t i = 0; i < n; i++) x[i] = amp * frand();
+}
+
+/* |a - b| <= atol + rtol |b| elementwise over an [rows][cols] block with row stride ld */
+static void close_block(const float *a, size_t lda, const float *b, size_t ldb, size_t rows,
+                        size_t cols, double atol, double rtol, const char *what) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            double x = a[r * lda + c], y = b[r * ldb + c];
+            ck_assert_msg(fabs(x - y) <= atol + rtol * fabs(y), "%s[%zu][%zu]: %.9g vs %.9g",
+                          what, r, c, x, y);
+        }
+}
+
+START_TEST(test_expf) {
+    double worst = 0;
+    for (int i = 0; i <= 200000; i++) {
+        float x = -87.0f * (float)i / 200000.0f;
+        double ref = exp((double)x), got = induct__expf(x);
+        double rel = fabs(got - ref) / ref;
+        if (rel > worst) worst = rel;
+    }
+    ck_assert_msg(worst < 4e-7, "worst relative error %g", worst); /* ~3 ulp */
+    ck_assert_float_eq(induct__expf(0.0f), 1.0f);
+    ck_assert_float_eq(induct__expf(-INFINITY), 0.0f);
+    ck_assert_float_eq(induct__expf(-100.0f), 0.0f);
+    ck_assert(isnan(induct__expf(NAN)));
+    ck_assert(fabs(induct__expf(1.0f) - 2.718281828) < 1e-6);
+}
+END_TEST
+
+typedef struct shape {
+    size_t B, T, H, dh, pad; /* pad: extra floats per row (strides > H*dh) */
+} shape;
+static const shape SHAPES[] = {
+    {2, 1, 1, 4, 0},  {2, 3, 2, 5, 3},   {1, 8, 1, 8, 0},   {2, 13, 3, 16, 1},
+    {1, 37, 2, 24, 0}, {1, 29, 1, 40, 5}, {1, 64, 2, 16, 0}, {1, 70, 1, 33, 2},
+};
+#define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
+
+typedef struct bufs {
+    size_t B, T, H, dh, HD, ld, N;
+    float *q, *k, *v, *dz, *z, *att, *dq, *dk, *dv, *scratch;
+} bufs;
+
+static void bufs_init(bufs *b, const shape *s, int max_nt) {
+    b->B = s->B;
+    b->T = s->T;
+    b->H = s->H;
+    b->dh = s->dh;
+    b->HD = s->H * s->dh;
+    b->ld = b->HD + s->pad;
+    b->N = s->B * s->T;
+    size_t n = b->N * b->ld;
+    float **all[] = {&b->q, &b->k, &b->v, &b->dz, &b->z, &b->dq, &b->dk, &b->dv};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        *all[i] = malloc(n * sizeof(float));
+        fill(*all[i], n, 1.5f);
+    }
+    b->att = malloc(s->B * s->H * s->T * s->T * sizeof(float));
+    b->scratch = malloc((size_t)max_nt * induct__attn_scratch_floats(s->T, s->dh) *
+                        sizeof(float));
+}
+
+static void bufs_free(bufs *b) {
+    float *all[] = {b->q, b->k, b->v, b->dz, b->z, b->dq, b->dk, b->dv, b->att, b->scratch};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+}
+
+/* Contiguous [N][HD] copy of a strided buffer (the old kernels take stride HD). */
+static float *dense(const bufs *b, const float *x) {
+    float *d = malloc(b->N * b->HD * sizeof *d);
+    for (size_t r = 0; r < b->N; r++) memcpy(d + r * b->HD, x + r * b->ld, b->HD * sizeof *d);
+    return d;
+}
+
+START_TEST(test_attention_vs_reference) {
+    const shape *s = &SHAPES[_i];
+    st = 1000 + (uint64_t)_i;
+    bufs b;
+    bufs_init(&b, s, 1);
+    size_t BHTT = b.B * b.H * b.T * b.T;
+    induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
+                                b.dh, b.scratch, 1);
+    induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
+                                 b.att, b.B, b.T, b.H, b.dh, b.scratch, 1);
+    float *q = dense(&b, b.q), *k = dense(&b, b.k), *v = dense(&b, b.v), *dz = dense(&b, b.dz);
+    size_t n = b.N * b.HD;
+    float *z = malloc(n * 4), *dq = malloc(n * 4), *dk = malloc(n * 4), *dv = malloc(n * 4);
+    float *att = malloc(BHTT * 4), *datt = malloc(b.T * b.T * 4);
+    induct__attention_forward(z, att, q, k, v, b.B, b.T, b.H, b.dh, 1);
+    induct__attention_backward(dq, dk, dv, datt, dz, q, k, v, att, b.B, b.T, b.H, b.dh, 1);
+    for (size_t bh = 0; bh < b.B * b.H; bh++)
+        for (size_t p = 0; p < b.T; p++)
+            for (size_t t = p + 1; t < b.T; t++)
+                ck_assert_msg(b.att[(bh * b.T + p) * b.T + t] == 0.0f,
+                              "pattern above the diagonal is not exactly 0");
+    close_block(b.att, b.T, att, b.T, b.B * b.H * b.T, b.T, 1e-6, 1e-5, "att");
+    close_block(b.z, b.ld, z, b.HD, b.N, b.HD, 1e-5, 1e-5, "z");
+    close_block(b.dq, b.ld, dq, b.HD, b.N, b.HD, 1e-5, 1e-4, "dq");
+    close_block(b.dk, b.ld, dk, b.HD, b.N, b.HD, 1e-5, 1e-4, "dk");
+    close_block(b.dv, b.ld, dv, b.HD, b.N, b.HD, 1e-5, 1e-4, "dv");
+    /* the padding columns of strided outputs are untouched */
+    if (s->pad) {
+        st = 1000 + (uint64_t)_i;
+        bufs c;
+        bufs_init(&c, s, 1);
+        for (size_t r = 0; r < b.N; r++)
+            for (size_t j = b.HD; j < b.ld; j++) {
+                ck_assert(b.z[r * b.ld + j] == c.z[r * c.ld + j]);
+                ck_assert(b.dq[r * b.ld + j] == c.dq[r * c.ld + j]);
+                ck_assert(b.dk[r * b.ld + j] == c.dk[r * c.ld + j]);
+                ck_assert(b.dv[r * b.ld + j] == c.dv[r * c.ld + j]);
+            }
+        bufs_free(&c);
+    }
+    free(q), free(k), free(v), free(dz), free(z), free(dq), free(dk), free(dv), free(att);
+    free(datt);
+    bufs_free(&b);
+}
+END_TEST
+
+/* Outputs of one run, copied out. */
+static float *run_attention(const shape *s, int nt, int simd, size_t *len) {
+    st = 77;
+    bufs b;
+    bufs_init(&b, s, nt);
+    induct__simd_enable(simd);
+    induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
+                                b.dh, b.scratch, nt);
+    induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
+                                 b.att, b.B, b.T, b.H, b.dh, b.scratch, nt);
+    induct__simd_enable(1);
+    size_t n = b.N * b.ld, a = b.B * b.H * b.T * b.T;
+    float *out = malloc((4 * n + a) * sizeof *out);
+    memcpy(out, b.z, n * 4);
+    memcpy(out + n, b.dq, n * 4);
+    memcpy(out + 2 * n, b.dk, n * 4);
+    memcpy(out + 3 * n, b.dv, n * 4);
+    memcpy(out + 4 * n, b.att, a * 4);
+    *len = 4 * n + a;
+    bufs_free(&b);
+    return out;
+}
+
+START_TEST(test_attention_bitwise) {
+    const shape *s = &SHAPES[_i];
+    size_t n1, n2, n3, n4;
+    float *ref = run_attention(s, 1, 1, &n1);
+    float *two = run_attention(s, 2, 1, &n2);
+    float *three = run_attention(s, 3, 1, &n3);
+    float *scalar = run_attention(s, 1, 0, &n4);
+    ck_assert(memcmp(ref, two, n1 * 4) == 0);
+    ck_assert(memcmp(ref, three, n1 * 4) == 0);
+    ck_assert_msg(memcmp(ref, scalar, n1 * 4) == 0, "SIMD and scalar paths differ");
+    free(ref), free(two), free(three), free(scalar);
+}
+END_TEST
+
+START_TEST(test_xent_lse) {
+    const size_t B = 3, T = 5;
+    const size_t Vs[] = {1, 7, 8, 37, 64};
+    for (size_t vi = 0; vi < sizeof Vs / sizeof *Vs; vi++) {
+        size_t V = Vs[vi], n = B * T * V;
+        st = 5 + vi;
+        float *logits = malloc(n * 4), *g1 = malloc(n * 4), *g2 = malloc(n * 4);
+        float l1[B * (T - 1)], l2[B * (T - 1)], lse[B * T];
+        int32_t tok[B * T];
+        fill(logits, n, 8.0f);
+        for (size_t i = 0; i < B * T; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
+        double s1 = induct__xent_forward_lse(l1, lse, logits, tok, B, T, V, 2);
+        double s2 = induct__xent_forward(l2, logits, tok, B, T, V, 1);
+        ck_assert_double_eq_tol(s1, s2, 1e-5 * fabs(s2) + 1e-6);
+        close_block(l1, 1, l2, 1, B * (T - 1), 1, 1e-6, 1e-5, "losses");
+        induct__xent_backward_lse(g1, logits, lse, tok, B, T, V, 0.25f, 2);
+        induct__xent_backward(g2, logits, tok, B, T, V, 0.25f, 1);
+        close_block(g1, 1, g2, 1, n, 1, 1e-7, 1e-5, "dlogits");
+        /* SIMD and scalar paths agree bitwise */
+        float l3[B * (T - 1)], lse3[B * T];
+        induct__simd_enable(0);
+        induct__xent_forward_lse(l3, lse3, logits, tok, B, T, V, 1);
+        induct__xent_backward_lse(g2, logits, lse3, tok, B, T, V, 0.25f, 1);
+        induct__simd_enable(1);
+        ck_assert(memcmp(l1, l3, sizeof l1) == 0);
+        ck_assert(memcmp(lse, lse3, sizeof lse) == 0);
+        ck_assert(memcmp(g1, g2, n * 4) == 0);
+        free(logits), free(g1), free(g2);
+    }
+}
+END_TEST
+
+Suite *fused_suite(void) {
+    Suite *s = suite_create("fused");
+    TCase *tc = tcase_create("kernels");
+    tcase_add_test(tc, test_expf);
+    tcase_add_loop_test(tc, test_attention_vs_reference, 0, N_SHAPES);
+    tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
+    tcase_add_test(tc, test_xent_lse);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(fused_suite()); }
