@@ -21,6 +21,18 @@
 #define G(off) (m->grads + (off))
 #define W(off) (m->ws + (off))
 
+/* Layer 0 without LayerNorm reads exactly W_E[tok] (+ W_pos[t]): its Q, K and V are then
+ * rows of the tables W_E W_X and W_pos W_X (X = Q, K, V), and the weight and embedding
+ * gradients of those projections follow from d X summed per token id and per position.
+ * Mathematically the same model; it replaces three [N, D] x [D, H d_head] products (and
+ * six in the backward pass) by products with d_vocab + T rows, so it is used only when
+ * that is at most half of N = B T. Whether it is used depends on (B, T), never on the
+ * thread count. */
+static int fold_layer0(const induct_model *m, uint32_t B, uint32_t T) {
+    const induct_model_config *c = &m->cfg;
+    return !c->layer_norm && 2 * ((size_t)c->d_vocab + T) <= (size_t)B * T;
+}
+
 /* Lay out activations for (B, T); returns the total float count or 0 on overflow. */
 static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     const induct_model_config *c = &m->cfg;
@@ -114,6 +126,13 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
     ALLOC(m->g_alpha, BH, 1);
     ALLOC(m->g_w, D, HD);
+    if (fold_layer0(m, B, T)) {
+        ALLOC(m->f_tab, V + T, 3 * HD);
+        ALLOC(m->f_grp, V + T, 3 * HD);
+    } else {
+        NONE_(m->f_tab);
+        NONE_(m->f_grp);
+    }
 #undef ALLOC
 #undef NONE_
     return bad ? 0 : off;
@@ -142,6 +161,68 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
             for (size_t j = 0; j < dh; j++) dst[j] += src[j];
         }
     induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, 1.0f, dx, D);
+}
+
+/* Which of Q, K, V read W_pos in layer 0 (standard: all; shortformer: Q and K). */
+static int pos_reads(const induct_model *m, int x) {
+    int p = m->cfg.positional;
+    return p == INDUCT_POS_STANDARD || (p == INDUCT_POS_SHORTFORMER && x < 2);
+}
+
+/* Layer 0's q, k_raw, v from the tables (see fold_layer0). */
+static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[0];
+    const induct__layer_act *a = &m->A[0];
+    int nt = induct__nt(m);
+    size_t D = c->d_model, HD = (size_t)c->n_heads * c->d_head, V = c->d_vocab, ld = 3 * HD;
+    float *tab = W(m->f_tab);
+    const float *Wp[3] = {W(a->wq), W(a->wk), W(a->wv)};
+    const float *bias[3] = {P(o->b_Q), P(o->b_K), P(o->b_V)};
+    float *out[3] = {W(a->q), W(a->k_raw), W(a->v)};
+    int pos[3];
+    for (int x = 0; x < 3; x++) {
+        pos[x] = pos_reads(m, x);
+        induct__gemm(nt, 0, 0, V, HD, D, 1.0f, P(m->W_E), D, Wp[x], HD, 0.0f, tab + x * HD, ld);
+        if (pos[x])
+            induct__gemm(nt, 0, 0, T, HD, D, 1.0f, P(m->W_pos), D, Wp[x], HD, 0.0f,
+                         tab + V * ld + x * HD, ld);
+    }
+    induct__fold_gather(out, bias, pos, tab, tokens, B, T, V, HD, nt);
+}
+
+/* Layer 0's projection gradients from d q, d k_raw, d v (see fold_layer0): weight
+ * gradients W_E^T G_E + W_pos^T G_P, embedding gradients G_E W^T and G_P W^T, with G_E,
+ * G_P the per-token and per-position sums. */
+static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                          const float *dq, const float *dk, const float *dv) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[0];
+    const induct__layer_act *a = &m->A[0];
+    int nt = induct__nt(m);
+    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    size_t V = c->d_vocab, ld = 3 * HD;
+    float *grp = W(m->f_grp), *gw = W(m->g_w);
+    const float *d[3] = {dq, dk, dv};
+    const float *Wp[3] = {W(a->wq), W(a->wk), W(a->wv)};
+    float *dW[3] = {G(o->W_Q), G(o->W_K), G(o->W_V)}, *db[3] = {G(o->b_Q), G(o->b_K), G(o->b_V)};
+    int pos[3];
+    for (int x = 0; x < 3; x++) pos[x] = pos_reads(m, x);
+    induct__fold_group(grp, d, pos, tokens, B, T, V, HD, nt);
+    for (int x = 0; x < 3; x++) {
+        const float *ge = grp + x * HD, *gp = grp + V * ld + x * HD;
+        induct__gemm(nt, 1, 0, D, HD, V, 1.0f, P(m->W_E), D, ge, ld, 0.0f, gw, HD);
+        if (pos[x]) induct__gemm(nt, 1, 0, D, HD, T, 1.0f, P(m->W_pos), D, gp, ld, 1.0f, gw, HD);
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < D; i++) {
+                float *dst = dW[x] + (h * D + i) * dh;
+                const float *src = gw + i * HD + h * dh;
+                for (size_t j = 0; j < dh; j++) dst[j] += src[j];
+            }
+        induct__gemm(nt, 0, 1, V, D, HD, 1.0f, ge, ld, Wp[x], HD, 1.0f, G(m->W_E), D);
+        if (pos[x]) induct__gemm(nt, 0, 1, T, D, HD, 1.0f, gp, ld, Wp[x], HD, 1.0f, G(m->W_pos), D);
+        induct__colsum(db[x], d[x], N, HD, HD, nt);
+    }
 }
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
@@ -194,9 +275,13 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
         pack_heads(W(a->wk), P(o->W_K), D, H, dh);
         pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-        induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
-        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+        if (l == 0 && fold_layer0(m, B, T)) {
+            fold_forward(m, tokens, B, T);
+        } else {
+            induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
+            induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+            induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+        }
         if (c->smeared_keys)
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
         /* causal half only (k <= p), scores + mask + softmax fused per query row */
@@ -212,7 +297,7 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
                 induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
                                           W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D, nt);
             induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
-            induct__gelu_forward(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
+            induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
             memcpy(out_resid, W(a->resid_mid), N * D * sizeof(float));
             induct__linear_forward(W(m->g_resid), W(a->mlp_post), P(o->W_out), P(o->b_out), N, M,
                                    D, nt);
@@ -262,7 +347,7 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
             memset(dpost, 0, N * M * sizeof(float));
             induct__linear_backward(dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
                                     P(o->W_out), N, M, D, nt);
-            induct__gelu_backward(dpre, W(a->mlp_pre), dpost, N * M, nt);
+            induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);
             memset(dh_, 0, N * D * sizeof(float));
             induct__linear_backward(dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
                                     M, nt);
@@ -290,6 +375,11 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
                 for (size_t b = 0; b < B; b++) s += dal[b * H + h];
                 G(o->alpha)[h] += (float)s;
             }
+        }
+        if (li == 0 && fold_layer0(m, B, T)) {
+            /* the projections' share of d resid_pre goes straight to W_E and W_pos */
+            fold_backward(m, tokens, B, T, dq, dk, dv);
+            continue;
         }
         /* projections: q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = h W_V + b_V */
         float *dqk = W(m->g_qk);

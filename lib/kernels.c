@@ -485,6 +485,12 @@ static inline vf8 s_max(vf8 a, vf8 b) {
     for (int l = 0; l < 8; l++) a.v[l] = s_max1(a.v[l], b.v[l]);
     return a;
 }
+static inline vf8 s_div(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] /= b.v[l]; return a; }
+static inline vf8 s_abs(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = fabsf(a.v[l]); return a; }
+static inline vf8 s_copysign(vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) a.v[l] = copysignf(a.v[l], b.v[l]);
+    return a;
+}
 static inline vf8 s_exp(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = induct__expf(a.v[l]); return a; }
 /* horizontal reductions in the tree order of the AVX2 versions below */
 static inline float s_hsum(vf8 a) {
@@ -521,6 +527,9 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define v_add s_add
 #define v_sub s_sub
 #define v_max s_max
+#define v_div s_div
+#define v_abs s_abs
+#define v_copysign s_copysign
 #define v_exp s_exp
 #define v_hsum s_hsum
 #define v_hmax s_hmax
@@ -541,6 +550,9 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #undef v_add
 #undef v_sub
 #undef v_max
+#undef v_div
+#undef v_abs
+#undef v_copysign
 #undef v_exp
 #undef v_hsum
 #undef v_hmax
@@ -565,6 +577,15 @@ AVX2_ static inline __m256 a_mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b
 AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 AVX2_ static inline __m256 a_sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
 AVX2_ static inline __m256 a_max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+AVX2_ static inline __m256 a_div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+AVX2_ static inline __m256 a_abs(__m256 a) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
+/* magnitude of a (sign bit clear) with the sign of b */
+AVX2_ static inline __m256 a_copysign(__m256 a, __m256 b) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, a), _mm256_and_ps(sign, b));
+}
 AVX2_ static inline __m256 a_exp(__m256 x) {
     const __m256 lo = _mm256_set1_ps(EXP_LO);
     __m256 keep = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ); /* x >= lo or NaN */
@@ -648,6 +669,9 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define v_add a_add
 #define v_sub a_sub
 #define v_max a_max
+#define v_div a_div
+#define v_abs a_abs
+#define v_copysign a_copysign
 #define v_exp a_exp
 #define v_hsum a_hsum
 #define v_hmax a_hmax
@@ -668,6 +692,9 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #undef v_add
 #undef v_sub
 #undef v_max
+#undef v_div
+#undef v_abs
+#undef v_copysign
 #undef v_exp
 #undef v_hsum
 #undef v_hmax
@@ -813,5 +840,84 @@ void induct__xent_backward_lse(float *dlogits, const float *logits, const float 
 #endif
             softmax_scaled_scalar(g, l, lse[bt], scale, V);
         g[tokens[bt + 1]] -= scale;
+    }
+}
+
+/* Parallel over fixed chunks of 4096 elements (boundaries independent of nt). */
+#define GELU_CHUNK 4096
+
+void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            gelu_fwd_avx2(out + i0, inp + i0, len);
+            continue;
+        }
+#endif
+        gelu_fwd_scalar(out + i0, inp + i0, len);
+    }
+}
+
+void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
+                                int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            gelu_bwd_avx2(dinp + i0, inp + i0, dout + i0, len);
+            continue;
+        }
+#endif
+        gelu_bwd_scalar(dinp + i0, inp + i0, dout + i0, len);
+    }
+}
+
+void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
+                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
+                         size_t HD, int nt) {
+    size_t ld = 3 * HD;
+    PFOR
+    for (idx n = 0; n < (idx)(B * T); n++) {
+        const float *te = tab + (size_t)tokens[n] * ld, *tp = tab + (V + (size_t)n % T) * ld;
+        for (int x = 0; x < 3; x++) {
+            float *o = out[x] + (size_t)n * HD;
+            const float *e = te + x * HD, *p = tp + x * HD, *b = bias[x];
+            if (pos[x])
+                for (size_t j = 0; j < HD; j++) o[j] = (e[j] + p[j]) + b[j];
+            else
+                for (size_t j = 0; j < HD; j++) o[j] = e[j] + b[j];
+        }
+    }
+}
+
+void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
+                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt) {
+    size_t ld = 3 * HD, N = B * T;
+    memset(grp, 0, (V + T) * ld * sizeof *grp);
+    /* column blocks of 16 per thread; every output sums n in increasing order */
+    size_t per = (HD + 15) / 16, nb = 3 * per;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        int x = (int)((size_t)blk / per);
+        size_t c0 = ((size_t)blk % per) * 16, c1 = c0 + 16 < HD ? c0 + 16 : HD;
+        const float *src = d[x];
+        for (size_t n = 0; n < N; n++) {
+            const float *s = src + n * HD;
+            float *ge = grp + (size_t)tokens[n] * ld + x * HD;
+            for (size_t j = c0; j < c1; j++) ge[j] += s[j];
+            if (pos[x]) {
+                float *gp = grp + (V + n % T) * ld + x * HD;
+                for (size_t j = c0; j < c1; j++) gp[j] += s[j];
+            }
+        }
     }
 }

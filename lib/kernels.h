@@ -115,6 +115,24 @@ void induct__xent_backward_lse(float *dlogits, const float *logits, const float 
                                const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
                                int nt);
 
+/* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
+ * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about
+ * 1e-7 against tanhf). */
+void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt);
+void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
+                                int nt);
+
+/* Layer 0 folded into the embeddings. tab [V + T][3*HD]: rows 0..V-1 hold W_E W_X, rows
+ * V.. hold W_pos W_X, X = Q, K, V at columns x*HD. out[x][n] = (tab[tok_n][x] +
+ * tab[V + t_n][x] when pos[x]) + bias[x], n = b*T + t, rows of HD floats. */
+void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
+                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
+                         size_t HD, int nt);
+/* grp [V + T][3*HD] = (overwrite) per-token sums of d[x] (rows 0..V-1) and, when pos[x],
+ * per-position sums (rows V..V+T-1; else left 0); n summed in increasing order. */
+void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
+                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt);
+
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 int induct__simd_active(void);

@@ -207,6 +207,117 @@ START_TEST(test_xent_lse) {
 }
 END_TEST
 
+START_TEST(test_gelu) {
+    const size_t ns[] = {1, 7, 8, 100, 4096 * 2 + 13};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        size_t n = ns[ni];
+        st = 31 + ni;
+        float *x = malloc(n * 4), *g = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+        float *c = malloc(n * 4);
+        fill(x, n, 6.0f);
+        fill(g, n, 1.0f);
+        if (n > 3) {
+            x[0] = 0.0f;
+            x[1] = -30.0f;
+            x[2] = 30.0f;
+        }
+        induct__gelu_forward_fast(a, x, n, 2);
+        induct__gelu_forward(b, x, n, 1);
+        close_block(a, 1, b, 1, n, 1, 2e-6, 1e-6, "gelu");
+        induct__simd_enable(0);
+        induct__gelu_forward_fast(c, x, n, 1);
+        induct__simd_enable(1);
+        ck_assert(memcmp(a, c, n * 4) == 0);
+        induct__gelu_backward_fast(a, x, g, n, 3);
+        induct__gelu_backward(b, x, g, n, 1);
+        close_block(a, 1, b, 1, n, 1, 2e-6, 1e-6, "gelu'");
+        induct__simd_enable(0);
+        induct__gelu_backward_fast(c, x, g, n, 1);
+        induct__simd_enable(1);
+        ck_assert(memcmp(a, c, n * 4) == 0);
+        free(x), free(g), free(a), free(b), free(c);
+    }
+}
+END_TEST
+
+/* Layer 0 folded into the embeddings (forward.c, fold_layer0: no LayerNorm and
+ * 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does not. */
+enum { FV = 5, FT = 6, FB = 4 };
+static const uint32_t FOLD_POS[] = {INDUCT_POS_STANDARD, INDUCT_POS_SHORTFORMER, INDUCT_POS_NONE,
+                                    INDUCT_POS_STANDARD, INDUCT_POS_STANDARD};
+static const uint32_t FOLD_MLP[] = {0, 0, 0, 6, 0};
+static const uint32_t FOLD_SMEAR[] = {0, 0, 0, 0, 1};
+
+static induct_model *fold_model(int i) {
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    c.n_layers = 2;
+    c.d_model = 8;
+    c.n_heads = 2;
+    c.n_ctx = FT;
+    c.d_vocab = FV;
+    c.positional = FOLD_POS[i];
+    c.d_mlp = FOLD_MLP[i];
+    c.smeared_keys = FOLD_SMEAR[i];
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 40 + (uint64_t)i);
+    return m;
+}
+
+START_TEST(test_fold_gradcheck) {
+    induct_model *m = fold_model(_i);
+    int32_t tok[FB * FT];
+    tu_tokens(tok, FB * FT, FV, 8 + (uint64_t)_i);
+    double l0;
+    ck_ok(induct_model_backward(m, tok, FB, FT, &l0));
+    size_t nt = induct_model_n_tensors(m);
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n, len;
+        ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+        float *p = malloc(n * 4), *g = malloc(n * 4);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, p, n, &len));
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g, n, &len));
+        for (size_t j = 0; j < n; j++) {
+            const float eps = 2e-3f;
+            float orig = p[j];
+            double lp, lm;
+            p[j] = orig + eps;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            ck_ok(induct_model_forward(m, tok, FB, FT, NULL, 0, NULL, 0, &lp));
+            p[j] = orig - eps;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            ck_ok(induct_model_forward(m, tok, FB, FT, NULL, 0, NULL, 0, &lm));
+            p[j] = orig;
+            ck_ok(induct_model_set_tensor(m, name, p, n));
+            double fd = (lp - lm) / (2.0 * ((double)(orig + eps) - (double)orig));
+            ck_assert_msg(fabs(fd - g[j]) <= 2e-3 + 2e-2 * fabs(fd),
+                          "variant %d: %s[%zu] analytic %.6g vs finite difference %.6g", _i, name,
+                          j, g[j], fd);
+        }
+        free(p);
+        free(g);
+    }
+    induct_model_free(m);
+}
+END_TEST
+
+/* The folded batch gives the same logits as each sequence run alone (unfolded). */
+START_TEST(test_fold_matches_unfolded) {
+    induct_model *m = fold_model(_i);
+    int32_t tok[FB * FT];
+    tu_tokens(tok, FB * FT, FV, 9);
+    float all[FB * FT * FV], one[FT * FV];
+    ck_ok(induct_model_forward(m, tok, FB, FT, all, FB * FT * FV, NULL, 0, NULL));
+    for (int b = 0; b < FB; b++) {
+        ck_ok(induct_model_forward(m, tok + b * FT, 1, FT, one, FT * FV, NULL, 0, NULL));
+        close_block(all + b * FT * FV, 1, one, 1, FT * FV, 1, 1e-5, 1e-5, "logits");
+    }
+    induct_model_free(m);
+}
+END_TEST
+
 Suite *fused_suite(void) {
     Suite *s = suite_create("fused");
     TCase *tc = tcase_create("kernels");
@@ -214,6 +325,11 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_attention_vs_reference, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
     tcase_add_test(tc, test_xent_lse);
+    tcase_add_test(tc, test_gelu);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("fold");
+    tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
+    tcase_add_loop_test(tc, test_fold_matches_unfolded, 0, 5);
     suite_add_tcase(s, tc);
     return s;
 }
