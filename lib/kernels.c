@@ -198,19 +198,13 @@ void induct__linear_forward(float *out, const float *inp, const float *W, const 
     }
 }
 
+static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, size_t ld,
+                          int nt);
+
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt) {
-    /* rows in order, columns vectorised; column blocks per thread */
-    size_t nb = (C + 63) / 64;
-    PFOR
-    for (idx blk = 0; blk < (idx)nb; blk++) {
-        size_t c0 = (size_t)blk * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
-        double acc[64] = {0};
-        for (size_t n = 0; n < N; n++) {
-            const float *row = dout + n * ld;
-            for (size_t c = c0; c < c1; c++) acc[c - c0] += row[c];
-        }
-        for (size_t c = c0; c < c1; c++) dbias[c] += (float)acc[c - c0];
-    }
+    /* per column: rows summed in order in double (vectorised across columns); blocks of
+     * 16 columns per thread (see colsum_blocks below) */
+    colsum_blocks(dbias, dout, N, C, ld, nt);
 }
 
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
@@ -461,6 +455,12 @@ float induct__expf(float x) {
  * is an odd multiple, so that walking down a column does not hit the same cache sets
  * (a power-of-two stride such as 512 floats thrashes L1 and L2). */
 static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
+/* Query rows per register tile of the attention kernels, and the scratch rows that
+ * covers (the last tile may run past T). */
+#ifndef ATTN_QB
+#define ATTN_QB 4
+#endif
+static size_t attn_rows(size_t T) { return (T + ATTN_QB + 7) & ~(size_t)7; }
 
 /* -- portable 8-lane instantiation ------------------------------------------------ */
 typedef struct vf8 {
@@ -486,6 +486,7 @@ static inline vf8 s_max(vf8 a, vf8 b) {
     return a;
 }
 static inline vf8 s_div(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] /= b.v[l]; return a; }
+static inline vf8 s_sqrt(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = sqrtf(a.v[l]); return a; }
 static inline vf8 s_abs(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = fabsf(a.v[l]); return a; }
 static inline vf8 s_copysign(vf8 a, vf8 b) {
     for (int l = 0; l < 8; l++) a.v[l] = copysignf(a.v[l], b.v[l]);
@@ -506,6 +507,9 @@ static inline vd8 s_dzero(void) { vd8 r; for (int l = 0; l < 8; l++) r.v[l] = 0.
 static inline void s_acc_d(vd8 *lo, vd8 *hi, vf8 x) {
     (void)hi;
     for (int l = 0; l < 8; l++) lo->v[l] += (double)x.v[l];
+}
+static inline void s_dstore_f(float *o, vd8 a) {
+    for (int l = 0; l < 8; l++) o[l] = (float)a.v[l];
 }
 static inline double s_dhsum(vd8 lo, vd8 hi) {
     (void)hi;
@@ -528,6 +532,7 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define v_sub s_sub
 #define v_max s_max
 #define v_div s_div
+#define v_sqrt s_sqrt
 #define v_abs s_abs
 #define v_copysign s_copysign
 #define v_exp s_exp
@@ -536,6 +541,7 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define vd_zero s_dzero
 #define v_acc_d s_acc_d
 #define vd_hsum s_dhsum
+#define vd_store_f s_dstore_f
 #include "kernels_attn.inc"
 #undef FN
 #undef ATTR
@@ -551,6 +557,7 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #undef v_sub
 #undef v_max
 #undef v_div
+#undef v_sqrt
 #undef v_abs
 #undef v_copysign
 #undef v_exp
@@ -559,6 +566,7 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #undef vd_zero
 #undef v_acc_d
 #undef vd_hsum
+#undef vd_store_f
 
 /* -- AVX2 + FMA instantiation ---------------------------------------------------- */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(INDUCT_NO_SIMD)
@@ -578,6 +586,7 @@ AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b
 AVX2_ static inline __m256 a_sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
 AVX2_ static inline __m256 a_max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
 AVX2_ static inline __m256 a_div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+AVX2_ static inline __m256 a_sqrt(__m256 a) { return _mm256_sqrt_ps(a); }
 AVX2_ static inline __m256 a_abs(__m256 a) {
     return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
 }
@@ -626,6 +635,10 @@ AVX2_ static inline void a_acc_d(vd2 *lo, vd2 *hi, __m256 x) {
     lo->lo = _mm256_add_pd(lo->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
     lo->hi = _mm256_add_pd(lo->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
 }
+AVX2_ static inline void a_dstore_f(float *o, vd2 a) {
+    _mm_storeu_ps(o, _mm256_cvtpd_ps(a.lo));
+    _mm_storeu_ps(o + 4, _mm256_cvtpd_ps(a.hi));
+}
 AVX2_ static inline double a_dhsum(vd2 lo, vd2 hi) {
     (void)hi;
     __m256d a = _mm256_add_pd(lo.lo, lo.hi); /* lanes l + l+4 */
@@ -670,6 +683,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define v_sub a_sub
 #define v_max a_max
 #define v_div a_div
+#define v_sqrt a_sqrt
 #define v_abs a_abs
 #define v_copysign a_copysign
 #define v_exp a_exp
@@ -678,6 +692,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define vd_zero a_dzero
 #define v_acc_d a_acc_d
 #define vd_hsum a_dhsum
+#define vd_store_f a_dstore_f
 #include "kernels_attn.inc"
 #undef FN
 #undef ATTR
@@ -693,6 +708,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #undef v_sub
 #undef v_max
 #undef v_div
+#undef v_sqrt
 #undef v_abs
 #undef v_copysign
 #undef v_exp
@@ -701,6 +717,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #undef vd_zero
 #undef v_acc_d
 #undef vd_hsum
+#undef vd_store_f
 #undef v_transpose8
 #endif
 
@@ -718,7 +735,7 @@ int induct__simd_active(void) {
 }
 
 size_t induct__attn_scratch_floats(size_t T, size_t dh) {
-    size_t Tp = attn_stride(T), Tr = (T + 7) & ~(size_t)7;
+    size_t Tp = attn_stride(T), Tr = attn_rows(T);
     /* backward (the larger): V^T, packed K, Q, dz, then dS and a copy of the pattern */
     size_t n = dh * Tp + 3 * T * dh + 2 * Tr * Tp;
     return (n + 15) & ~(size_t)15; /* keep every thread's block 64-byte aligned */
@@ -899,8 +916,28 @@ void induct__fold_gather(float *const out[3], const float *const bias[3], const 
     }
 }
 
+static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, size_t ld,
+                          int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t nb = (C + 15) / 16;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        size_t c0 = (size_t)blk * 16, n = C - c0 < 16 ? C - c0 : 16;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            colsum16_avx2(dbias + c0, dout + c0, N, n, ld);
+            continue;
+        }
+#endif
+        colsum16_scalar(dbias + c0, dout + c0, N, n, ld);
+    }
+}
+
 void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
                         const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
     size_t ld = 3 * HD, N = B * T;
     memset(grp, 0, (V + T) * ld * sizeof *grp);
     /* column blocks of 16 per thread; every output sums n in increasing order */
@@ -908,16 +945,38 @@ void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
     PFOR
     for (idx blk = 0; blk < (idx)nb; blk++) {
         int x = (int)((size_t)blk / per);
-        size_t c0 = ((size_t)blk % per) * 16, c1 = c0 + 16 < HD ? c0 + 16 : HD;
-        const float *src = d[x];
-        for (size_t n = 0; n < N; n++) {
-            const float *s = src + n * HD;
-            float *ge = grp + (size_t)tokens[n] * ld + x * HD;
-            for (size_t j = c0; j < c1; j++) ge[j] += s[j];
-            if (pos[x]) {
-                float *gp = grp + (V + n % T) * ld + x * HD;
-                for (size_t j = c0; j < c1; j++) gp[j] += s[j];
-            }
+        size_t c0 = ((size_t)blk % per) * 16, w = HD - c0 < 16 ? HD - c0 : 16;
+        float *ge = grp + x * HD + c0, *gp = pos[x] ? grp + V * ld + x * HD + c0 : NULL;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            group16_avx2(ge, gp, ld, d[x] + c0, HD, tokens, N, T, w);
+            continue;
         }
+#endif
+        group16_scalar(ge, gp, ld, d[x] + c0, HD, tokens, N, T, w);
+    }
+}
+
+#define ADAMW_CHUNK 8192
+
+void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t n, float clip,
+                          float b1, float b2, float bc1, float bc2, float eps, float decay,
+                          float lr, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+    if (chunks < 2) nt = 1;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * ADAMW_CHUNK, len = n - i0 < ADAMW_CHUNK ? n - i0 : ADAMW_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            adamw_avx2(p + i0, g + i0, m1 + i0, m2 + i0, len, clip, b1, b2, bc1, bc2, eps, decay,
+                       lr);
+            continue;
+        }
+#endif
+        adamw_scalar(p + i0, g + i0, m1 + i0, m2 + i0, len, clip, b1, b2, bc1, bc2, eps, decay,
+                     lr);
     }
 }

@@ -133,6 +133,13 @@ void induct__fold_gather(float *const out[3], const float *const bias[3], const 
 void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
                         const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt);
 
+/* AdamW update of n parameters: exactly the per-element float operations of optim.c's
+ * loop (so every path and thread count gives the same bits), vectorised and parallel over
+ * fixed chunks. */
+void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t n, float clip,
+                          float b1, float b2, float bc1, float bc2, float eps, float decay,
+                          float lr, int nt);
+
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 int induct__simd_active(void);

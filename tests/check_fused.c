@@ -240,6 +240,65 @@ START_TEST(test_gelu) {
 }
 END_TEST
 
+/* colsum: per column, rows in order, in double: exactly this loop. */
+START_TEST(test_colsum) {
+    const size_t N = 300, C = 37, ld = 41;
+    st = 3;
+    float *x = malloc(N * ld * 4), got[37], got2[37], ref[37];
+    fill(x, N * ld, 3.0f);
+    for (size_t c = 0; c < C; c++) {
+        double a = 0;
+        for (size_t n = 0; n < N; n++) a += x[n * ld + c];
+        ref[c] = 0.5f + (float)a;
+        got[c] = got2[c] = 0.5f;
+    }
+    induct__colsum(got, x, N, C, ld, 3);
+    induct__simd_enable(0);
+    induct__colsum(got2, x, N, C, ld, 1);
+    induct__simd_enable(1);
+    ck_assert(memcmp(got, ref, sizeof ref) == 0);
+    ck_assert(memcmp(got2, ref, sizeof ref) == 0);
+    free(x);
+}
+END_TEST
+
+/* AdamW: bit-identical to the plain per-element loop (optim.c's definition). */
+START_TEST(test_adamw) {
+    const size_t n = 8192 * 2 + 21;
+    st = 4;
+    float *p = malloc(n * 4), *g = malloc(n * 4), *m1 = malloc(n * 4), *m2 = malloc(n * 4);
+    float *rp = malloc(n * 4), *r1 = malloc(n * 4), *r2 = malloc(n * 4);
+    fill(p, n, 1.0f);
+    fill(g, n, 0.1f);
+    fill(m1, n, 0.01f);
+    fill(m2, n, 0.001f);
+    for (size_t i = 0; i < n; i++) m2[i] = fabsf(m2[i]);
+    memcpy(rp, p, n * 4), memcpy(r1, m1, n * 4), memcpy(r2, m2, n * 4);
+    const float clip = 0.7f, b1 = 0.9f, b2 = 0.999f, bc1 = 0.19f, bc2 = 0.002f, eps = 1e-8f,
+                decay = 1e-5f, lr = 1e-3f;
+    for (size_t i = 0; i < n; i++) {
+        float gi = g[i] * clip;
+        r1[i] = b1 * r1[i] + (1.0f - b1) * gi;
+        r2[i] = b2 * r2[i] + (1.0f - b2) * gi * gi;
+        float mh = r1[i] / bc1, vh = r2[i] / bc2;
+        rp[i] -= decay * rp[i];
+        rp[i] -= lr * mh / (sqrtf(vh) + eps);
+    }
+    for (int simd = 0; simd < 2; simd++) {
+        float *q = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+        memcpy(q, p, n * 4), memcpy(a, m1, n * 4), memcpy(b, m2, n * 4);
+        induct__simd_enable(simd);
+        induct__adamw_update(q, g, a, b, n, clip, b1, b2, bc1, bc2, eps, decay, lr, 2);
+        induct__simd_enable(1);
+        ck_assert(memcmp(q, rp, n * 4) == 0);
+        ck_assert(memcmp(a, r1, n * 4) == 0);
+        ck_assert(memcmp(b, r2, n * 4) == 0);
+        free(q), free(a), free(b);
+    }
+    free(p), free(g), free(m1), free(m2), free(rp), free(r1), free(r2);
+}
+END_TEST
+
 /* Layer 0 folded into the embeddings (forward.c, fold_layer0: no LayerNorm and
  * 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does not. */
 enum { FV = 5, FT = 6, FB = 4 };
@@ -326,6 +385,8 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
     tcase_add_test(tc, test_xent_lse);
     tcase_add_test(tc, test_gelu);
+    tcase_add_test(tc, test_colsum);
+    tcase_add_test(tc, test_adamw);
     suite_add_tcase(s, tc);
     tc = tcase_create("fold");
     tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
