@@ -493,6 +493,22 @@ static inline vf8 s_copysign(vf8 a, vf8 b) {
     return a;
 }
 static inline vf8 s_exp(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = induct__expf(a.v[l]); return a; }
+/* lanes l < n selected (n clamped to [0, 8]); v_select(k, a, b) = k ? a : b per lane */
+static const int32_t lane_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static inline vf8 s_lanes_below(size_t n) {
+    size_t k = n > 8 ? 8 : n;
+    vf8 r;
+    memcpy(r.v, lane_tab + 8 - k, sizeof r.v);
+    return r;
+}
+static inline vf8 s_select(vf8 k, vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) {
+        uint32_t bits;
+        memcpy(&bits, &k.v[l], sizeof bits);
+        if (!bits) a.v[l] = b.v[l];
+    }
+    return a;
+}
 /* horizontal reductions in the tree order of the AVX2 versions below */
 static inline float s_hsum(vf8 a) {
     float a0 = a.v[0] + a.v[4], a1 = a.v[1] + a.v[5], a2 = a.v[2] + a.v[6], a3 = a.v[3] + a.v[7];
@@ -531,6 +547,8 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define v_add s_add
 #define v_sub s_sub
 #define v_max s_max
+#define v_lanes_below s_lanes_below
+#define v_select s_select
 #define v_div s_div
 #define v_sqrt s_sqrt
 #define v_abs s_abs
@@ -556,6 +574,8 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #undef v_add
 #undef v_sub
 #undef v_max
+#undef v_lanes_below
+#undef v_select
 #undef v_div
 #undef v_sqrt
 #undef v_abs
@@ -585,6 +605,13 @@ AVX2_ static inline __m256 a_mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b
 AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 AVX2_ static inline __m256 a_sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
 AVX2_ static inline __m256 a_max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+AVX2_ static inline __m256 a_lanes_below(size_t n) {
+    size_t k = n > 8 ? 8 : n;
+    return _mm256_loadu_ps((const float *)(lane_tab + 8 - k));
+}
+AVX2_ static inline __m256 a_select(__m256 k, __m256 a, __m256 b) {
+    return _mm256_blendv_ps(b, a, k);
+}
 AVX2_ static inline __m256 a_div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
 AVX2_ static inline __m256 a_sqrt(__m256 a) { return _mm256_sqrt_ps(a); }
 AVX2_ static inline __m256 a_abs(__m256 a) {
@@ -682,6 +709,8 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define v_add a_add
 #define v_sub a_sub
 #define v_max a_max
+#define v_lanes_below a_lanes_below
+#define v_select a_select
 #define v_div a_div
 #define v_sqrt a_sqrt
 #define v_abs a_abs
@@ -707,6 +736,8 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #undef v_add
 #undef v_sub
 #undef v_max
+#undef v_lanes_below
+#undef v_select
 #undef v_div
 #undef v_sqrt
 #undef v_abs
