@@ -288,9 +288,7 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
                                     B, T, H, dh, W(m->g_att), nt);
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        const float *rp = W(a->resid_pre), *bO = P(o->b_O);
-        for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++) attn_resid[n * D + i] = rp[n * D + i] + bO[i];
+        induct__rows_plus_bias(attn_resid, W(a->resid_pre), P(o->b_O), N, D, nt);
         induct__gemm(nt, 0, 0, N, D, HD, 1.0f, W(a->z), HD, P(o->W_O), D, 1.0f, attn_resid, D);
         if (M) {
             if (c->layer_norm)
@@ -298,10 +296,10 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
                                           W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D, nt);
             induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
             induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
-            memcpy(out_resid, W(a->resid_mid), N * D * sizeof(float));
-            induct__linear_forward(W(m->g_resid), W(a->mlp_post), P(o->W_out), P(o->b_out), N, M,
-                                   D, nt);
-            induct__add_inplace(out_resid, W(m->g_resid), N * D, nt);
+            /* resid_post = resid_mid + b_out + mlp_post W_out */
+            induct__rows_plus_bias(out_resid, W(a->resid_mid), P(o->b_out), N, D, nt);
+            induct__gemm(nt, 0, 0, N, D, M, 1.0f, W(a->mlp_post), M, P(o->W_out), D, 1.0f,
+                         out_resid, D);
         }
     }
     if (c->layer_norm)
@@ -327,15 +325,14 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
     induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
                               nt);
     /* unembed: logits = lnf W_U + b_U */
-    memset(dh_, 0, N * D * sizeof(float));
-    induct__linear_backward(dh_, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
+    float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
+    memset(dlnf, 0, N * D * sizeof(float));
+    induct__linear_backward(dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
                             D, V, nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
         induct__layernorm_backward(dres, G(m->lnf_w), G(m->lnf_b), dh_, W(m->a_resid_final),
                                    W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w), N, D, nt);
-    } else {
-        memcpy(dres, dh_, N * D * sizeof(float));
     }
     /* dres now holds d(resid_post of the last layer) */
     for (uint32_t li = c->n_layers; li-- > 0;) {

@@ -191,7 +191,7 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt) {
     if (bias) {
-        for (size_t n = 0; n < N; n++) memcpy(out + n * C, bias, C * sizeof *out);
+        induct__rows_plus_bias(out, NULL, bias, N, C, nt);
         induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 1.0f, out, C);
     } else {
         induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 0.0f, out, C);
@@ -1009,5 +1009,20 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
 #endif
         adamw_scalar(p + i0, g + i0, m1 + i0, m2 + i0, len, clip, b1, b2, bc1, bc2, eps, decay,
                      lr);
+    }
+}
+
+void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
+                            int nt) {
+    if (N * C < ((size_t)1 << 15)) nt = 1;
+    PFOR
+    for (idx n = 0; n < (idx)N; n++) {
+        float *o = out + (size_t)n * C;
+        if (inp) {
+            const float *x = inp + (size_t)n * C;
+            for (size_t i = 0; i < C; i++) o[i] = x[i] + bias[i];
+        } else {
+            memcpy(o, bias, C * sizeof *o);
+        }
     }
 }

@@ -140,6 +140,10 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
                           float b1, float b2, float bc1, float bc2, float eps, float decay,
                           float lr, int nt);
 
+/* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
+void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
+                            int nt);
+
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 int induct__simd_active(void);
