@@ -203,7 +203,7 @@ static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, s
 
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt) {
     /* per column: rows summed in order in double (vectorised across columns); blocks of
-     * 16 columns per thread (see colsum_blocks below) */
+     * 32 columns per thread (see colsum_blocks below) */
     colsum_blocks(dbias, dout, N, C, ld, nt);
 }
 
@@ -951,17 +951,17 @@ static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, s
                           int nt) {
     int simd = induct__simd_active();
     (void)simd;
-    size_t nb = (C + 15) / 16;
+    size_t nb = (C + 31) / 32;
     PFOR
     for (idx blk = 0; blk < (idx)nb; blk++) {
-        size_t c0 = (size_t)blk * 16, n = C - c0 < 16 ? C - c0 : 16;
+        size_t c0 = (size_t)blk * 32, n = C - c0 < 32 ? C - c0 : 32;
 #ifdef INDUCT_AVX2
         if (simd) {
-            colsum16_avx2(dbias + c0, dout + c0, N, n, ld);
+            colsum32_avx2(dbias + c0, dout + c0, N, n, ld);
             continue;
         }
 #endif
-        colsum16_scalar(dbias + c0, dout + c0, N, n, ld);
+        colsum32_scalar(dbias + c0, dout + c0, N, n, ld);
     }
 }
 
