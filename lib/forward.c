@@ -423,9 +423,9 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         else
             induct__add_inplace(dres, dh_, N * D, nt);
     }
-    induct__embed_backward(G(m->W_E),
-                           c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,
-                           tokens, B, T, D);
+    induct__embed_backward_par(G(m->W_E),
+                               c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,
+                               tokens, B, T, D, nt);
     return INDUCT_OK;
 }
 

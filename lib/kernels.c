@@ -1026,3 +1026,28 @@ void induct__rows_plus_bias(float *out, const float *inp, const float *bias, siz
         }
     }
 }
+
+void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
+                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt) {
+    /* column blocks of 64: every element still sums its rows in increasing n, as the
+     * serial induct__embed_backward / induct__pos_backward do */
+    size_t nb = (D + 63) / 64;
+    if (B * T * D < ((size_t)1 << 16)) nt = 1;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        size_t c0 = (size_t)blk * 64, c1 = c0 + 64 < D ? c0 + 64 : D;
+        for (size_t n = 0; n < B * T; n++) {
+            float *g = dW_E + (size_t)tokens[n] * D;
+            const float *d = dout + n * D;
+            for (size_t i = c0; i < c1; i++) g[i] += d[i];
+        }
+        if (dW_pos)
+            for (size_t t = 0; t < T; t++) {
+                float *g = dW_pos + t * D;
+                for (size_t b = 0; b < B; b++) {
+                    const float *d = dout + (b * T + t) * D;
+                    for (size_t i = c0; i < c1; i++) g[i] += d[i];
+                }
+            }
+    }
+}

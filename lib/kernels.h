@@ -144,6 +144,10 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
 void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
                             int nt);
 
+/* induct__embed_backward with the same per-element order, parallel over column blocks. */
+void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
+                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
+
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 int induct__simd_active(void);

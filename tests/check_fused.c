@@ -262,6 +262,23 @@ START_TEST(test_colsum) {
 }
 END_TEST
 
+/* Parallel embedding backward: the same bits as the serial kernel. */
+START_TEST(test_embed_backward) {
+    const size_t B = 8, T = 64, D = 150, V = 7; /* above the parallel threshold */
+    st = 6;
+    float *d = malloc(B * T * D * 4), *e1 = calloc(V * D, 4), *e2 = calloc(V * D, 4);
+    float *p1 = calloc(T * D, 4), *p2 = calloc(T * D, 4);
+    int32_t tok[B * T];
+    fill(d, B * T * D, 1.0f);
+    for (size_t i = 0; i < B * T; i++) tok[i] = (int32_t)((i * 5 + 1) % V);
+    induct__embed_backward(e1, p1, d, tok, B, T, D);
+    induct__embed_backward_par(e2, p2, d, tok, B, T, D, 3);
+    ck_assert(memcmp(e1, e2, V * D * 4) == 0);
+    ck_assert(memcmp(p1, p2, T * D * 4) == 0);
+    free(d), free(e1), free(e2), free(p1), free(p2);
+}
+END_TEST
+
 /* AdamW: bit-identical to the plain per-element loop (optim.c's definition). */
 START_TEST(test_adamw) {
     const size_t n = 8192 * 2 + 21;
@@ -387,6 +404,7 @@ Suite *fused_suite(void) {
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_adamw);
+    tcase_add_test(tc, test_embed_backward);
     suite_add_tcase(s, tc);
     tc = tcase_create("fold");
     tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
