@@ -9,6 +9,10 @@
  *                  process CPU time per step)
  *         eval N   N timed forward-only passes (induct_model_forward, no logits copy):
  *                  {"ms": [...]}
+ *         evalb B N  N timed forward-only passes at batch B (the first one may grow the
+ *                  workspace): {"ms": [...]}
+ *         scores S N N timed calls of the induction score and the previous-token score
+ *                  on S sequences of a repeated-random-token dataset: {"ms": [...]}
  *         rss      {"peak_rss_kib": ..., "base_rss_kib": ..., "n_params": ...}
  *         quit
  *   bench_step roof [--threads N] [--size S] [--reps R]
@@ -163,9 +167,46 @@ static int step(int argc, char **argv) {
     size_t ms_cap = 0;
     while (fgets(line, sizeof line, stdin)) {
         char cmd[16] = {0};
-        long k = 0;
-        if (sscanf(line, "%15s %ld", cmd, &k) < 1) continue;
+        long k = 0, k2 = 0;
+        int nf = sscanf(line, "%15s %ld %ld", cmd, &k, &k2);
+        if (nf < 1) continue;
         if (!strcmp(cmd, "quit")) break;
+        if (!strcmp(cmd, "evalb") || !strcmp(cmd, "scores")) {
+            if (nf < 3 || k < 1 || k2 < 1) continue;
+            int sc = !strcmp(cmd, "scores");
+            size_t nb = (size_t)k * T;
+            int32_t *tb = malloc(nb * sizeof *tb);
+            induct_dataset *d = NULL;
+            induct_rrt_config rc;
+            die(induct_rrt_config_init(&rc, sizeof rc), "rrt config");
+            rc.d_vocab = V;
+            rc.seed = 7;
+            die(induct_dataset_new_rrt(&d, &rc), "rrt");
+            die(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, (uint32_t)k, T, tb, nb, NULL, 0),
+                "batch");
+            float out[4096];
+            size_t len;
+            printf("{\"ms\": [");
+            for (long j = 0; j < k2; j++) {
+                double t0 = now_ms();
+                if (sc) {
+                    die(induct_analysis_induction_score(m, d, (uint32_t)k, T, out, 4096, &len),
+                        "induction score");
+                    die(induct_analysis_previous_token_score(m, d, (uint32_t)k, T, out, 4096,
+                                                             &len),
+                        "previous-token score");
+                } else {
+                    die(induct_model_forward(m, tb, (uint32_t)k, T, NULL, 0, NULL, 0, NULL),
+                        "forward");
+                }
+                printf("%s%.4f", j ? ", " : "", now_ms() - t0);
+            }
+            printf("]}\n");
+            fflush(stdout);
+            induct_dataset_free(d);
+            free(tb);
+            continue;
+        }
         if (!strcmp(cmd, "rss")) {
             printf("{\"peak_rss_kib\": %ld, \"base_rss_kib\": %ld, \"n_params\": %zu}\n",
                    rss_kib("VmHWM:"), base_rss, induct_model_n_params(m));

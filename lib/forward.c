@@ -431,6 +431,28 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
 
 /* ---- public passes ------------------------------------------------------------- */
 
+/* Sequences per chunk of a forward-only evaluation: about 8192 tokens, so that the
+ * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
+ * batch of the current workspace for this T, which is already allocated and warm. */
+static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
+    /* chunks of whole GEMM row blocks (kernels.c, GEMM_SPLIT = 48 rows), so that every
+     * row keeps its position in OpenBLAS's micro-tiles and the bits of one pass */
+    uint32_t g = 48, t = T;
+    while (t) { /* g = 48 / gcd(T, 48) */
+        uint32_t r = g % t;
+        g = t;
+        t = r;
+    }
+    g = 48 / g;
+    uint32_t c = 8192 / T;
+    if (m->ws && m->ws_T == T && m->ws_B > c) c = m->ws_B;
+    c -= c % g;
+    if (c < g) c = g;
+    /* the same layer-0 path as one pass, or no chunks */
+    if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = B;
+    return c;
+}
+
 INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint32_t B,
                                     uint32_t T, float *logits_out, size_t logits_cap,
                                     float *losses_out, size_t losses_cap, double *mean_loss_out) {
@@ -444,9 +466,37 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
                    "induct_model_forward: losses need %zu floats, buffer holds %zu", n_losses,
                    losses_cap);
     double mean;
-    INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
-    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
-    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    uint32_t chunk = eval_chunk(m, B, T);
+    if (!logits_out && B > chunk) {
+        /* losses only: run the batch in chunks that stay in cache (and keep the workspace
+         * small); the mean is the same sequential sum as one pass. The losses are staged
+         * so that the caller's buffer is untouched on failure. */
+        float *staged = NULL;
+        if (losses_out) {
+            staged = malloc(n_losses * sizeof *staged);
+            INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
+        }
+        double sum = 0.0;
+        for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
+            uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
+            int rc = induct__forward(m, tokens + (size_t)b0 * T, nb, T, NULL);
+            if (rc < 0) {
+                free(staged);
+                return rc;
+            }
+            const float *l = W(m->a_losses);
+            size_t n = (size_t)nb * (T - 1);
+            for (size_t i = 0; i < n; i++) sum += l[i];
+            if (staged) memcpy(staged + (size_t)b0 * (T - 1), l, n * sizeof *l);
+        }
+        mean = sum / ((double)B * (T - 1));
+        if (staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
+        free(staged);
+    } else {
+        INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
+        if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
+        if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    }
     if (mean_loss_out) *mean_loss_out = mean;
     return INDUCT_OK;
 }

@@ -49,34 +49,37 @@ static void gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, fl
     gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Split the rows of C (or its columns when it has few rows) into one block per
- * thread; each element is still computed by one sgemm call with the same K
- * order, so the result does not depend on the thread count. */
+/* Split the rows of C into one block per thread; each element is still computed by
+ * one sgemm call with the same K order.
+ * That alone does not make the result independent of the thread count: OpenBLAS
+ * computes a row (column) of C with a code path that depends on its position in the
+ * call's micro-tiles (measured on Zen: rows repeat with period 12, and the last
+ * M mod 12 rows of a call take a remainder kernel with other rounding). Blocks
+ * therefore start at multiples of GEMM_SPLIT = 48 = lcm(12, 16) (covering the 4, 6,
+ * 8, 12, 16 and 24-wide kernels of the x86 targets), so every element sees the same
+ * tile position and remainder as in the single call. tests/check_fused.c checks it. */
+#define GEMM_SPLIT 48
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
-    if (nt <= 1 || (M < 64 && N < 64) || M * N * K < ((size_t)1 << 18)) {
+    /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
+     * (measured: no column offset reproduces the single call's bits) */
+    if (nt <= 1 || M <= GEMM_SPLIT || M * N * K < ((size_t)1 << 18)) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int by_rows = M >= N || M >= 64 * (size_t)nt;
-    size_t total = by_rows ? M : N;
-    size_t unit = 16; /* keep blocks multiples of the micro-kernel width */
-    size_t chunks = (total + unit - 1) / unit;
+    size_t unit = GEMM_SPLIT, chunks = (M + unit - 1) / unit;
+    if ((size_t)nt > chunks) nt = (int)chunks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static)
 #endif
     for (int t = 0; t < nt; t++) {
         size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
-        size_t r0 = c0 * unit, r1 = c1 * unit < total ? c1 * unit : total;
+        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
         if (r0 >= r1) continue;
-        if (by_rows) {
-            const float *Ab = transA ? A + r0 : A + r0 * lda;
-            gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc, ldc);
-        } else {
-            const float *Bb = transB ? B + r0 * ldb : B + r0;
-            gemm_serial(transA, transB, M, r1 - r0, K, alpha, A, lda, Bb, ldb, beta, C + r0, ldc);
-        }
+        const float *Ab = transA ? A + r0 : A + r0 * lda;
+        gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc,
+                    ldc);
     }
 }
 

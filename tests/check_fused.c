@@ -316,6 +316,95 @@ START_TEST(test_adamw) {
 }
 END_TEST
 
+/* induct__gemm gives the same bits for 1, 2 and 3 threads (OpenBLAS's results depend
+ * on a row's position in its micro-tiles; the split respects that, see kernels.c). */
+START_TEST(test_gemm_threads) {
+    const size_t Ms[] = {64, 96, 100, 800}, Ns[] = {11, 64, 500}, Ks[] = {7, 64, 800};
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t i = 0; i < 4; i++)
+                for (size_t j = 0; j < 3; j++)
+                    for (size_t k = 0; k < 3; k++) {
+                        size_t M = Ms[i], N = Ns[j], K = Ks[k];
+                        st = 50 + i + 4 * j + 16 * k;
+                        float *A = malloc(M * K * 4), *B = malloc(K * N * 4);
+                        float *C[3];
+                        fill(A, M * K, 1.0f);
+                        fill(B, K * N, 1.0f);
+                        for (int t = 0; t < 3; t++) {
+                            C[t] = malloc(M * N * 4);
+                            st = 9;
+                            fill(C[t], M * N, 1.0f); /* beta = 1 keeps this */
+                            induct__gemm(t + 1, ta, tb, M, N, K, 0.5f, A, ta ? M : K, B,
+                                         tb ? K : N, 1.0f, C[t], N);
+                        }
+                        ck_assert_msg(memcmp(C[0], C[1], M * N * 4) == 0 &&
+                                          memcmp(C[0], C[2], M * N * 4) == 0,
+                                      "transA %d transB %d M %zu N %zu K %zu: threads differ", ta,
+                                      tb, M, N, K);
+                        for (int t = 0; t < 3; t++) free(C[t]);
+                        free(A), free(B);
+                    }
+}
+END_TEST
+
+/* Training a model large enough that every parallel path runs (GEMM row blocks,
+ * attention, LayerNorm, GELU, AdamW chunks) gives the same bits at 1, 2 and 3 threads. */
+static void train_threads(uint32_t threads, uint32_t pos, float *out, size_t cap, double *loss) {
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    c.n_layers = 2;
+    c.d_model = 64;
+    c.n_heads = 4;
+    c.d_mlp = pos == INDUCT_POS_STANDARD ? 128 : 0;
+    c.layer_norm = pos == INDUCT_POS_STANDARD;
+    c.smeared_keys = 1;
+    c.positional = pos;
+    c.n_ctx = 32;
+    c.d_vocab = 64;
+    c.n_threads = threads;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = 64;
+    rc.seed = 5;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    for (int s = 0; s < 3; s++) ck_ok(induct_train_step(o, d, 16, 32, &loss[s]));
+    size_t off = 0, nt = induct_model_n_tensors(m);
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n, len;
+        ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+        ck_assert(off + n <= cap);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, out + off, n, &len));
+        off += n;
+    }
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    induct_dataset_free(d);
+}
+
+START_TEST(test_training_threads) {
+    enum { CAP = 200000 };
+    uint32_t pos = _i ? INDUCT_POS_SHORTFORMER : INDUCT_POS_STANDARD;
+    float *p[3];
+    double l[3][3];
+    for (int t = 0; t < 3; t++) {
+        p[t] = calloc(CAP, 4);
+        train_threads((uint32_t)t + 1, pos, p[t], CAP, l[t]);
+    }
+    ck_assert_msg(memcmp(l[0], l[1], sizeof l[0]) == 0, "losses differ between 1 and 2 threads");
+    ck_assert_msg(memcmp(l[0], l[2], sizeof l[0]) == 0, "losses differ between 1 and 3 threads");
+    ck_assert_msg(memcmp(p[0], p[1], CAP * 4) == 0, "weights differ between 1 and 2 threads");
+    ck_assert_msg(memcmp(p[0], p[2], CAP * 4) == 0, "weights differ between 1 and 3 threads");
+    for (int t = 0; t < 3; t++) free(p[t]);
+}
+END_TEST
+
 /* Layer 0 folded into the embeddings (forward.c, fold_layer0: no LayerNorm and
  * 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does not. */
 enum { FV = 5, FT = 6, FB = 4 };
@@ -394,6 +483,43 @@ START_TEST(test_fold_matches_unfolded) {
 }
 END_TEST
 
+/* A losses-only forward over more than one evaluation chunk (8192 tokens) gives the same
+ * losses and mean, bit for bit, as the single pass that also returns logits. */
+START_TEST(test_chunked_forward) {
+    enum { CB = 1100, CT = 8, CV = 11 };
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 5);
+    int32_t *tok = malloc(CB * CT * sizeof *tok);
+    tu_tokens(tok, CB * CT, CV, 4);
+    float *logits = malloc((size_t)CB * CT * CV * 4), *l1 = malloc(CB * (CT - 1) * 4);
+    float *l2 = malloc(CB * (CT - 1) * 4);
+    double m1, m2;
+    /* chunked first: the workspace then holds only the last chunk (76 sequences) */
+    ck_ok(induct_model_forward(m, tok, CB, CT, NULL, 0, l2, CB * (CT - 1), &m2));
+    ck_ok(induct_model_forward(m, tok, CB, CT, logits, (size_t)CB * CT * CV, l1, CB * (CT - 1),
+                               &m1));
+    ck_assert(memcmp(l1, l2, CB * (CT - 1) * 4) == 0);
+    ck_assert(m1 == m2);
+    /* a failure in the last chunk (a non-finite loss) leaves the caller's buffer alone */
+    memset(l2, 0x55, CB * (CT - 1) * 4);
+    float big[8 * 11];
+    for (int i = 0; i < 8 * 11; i++) big[i] = 3e38f; /* logits overflow to inf */
+    ck_ok(induct_model_set_tensor(m, "unembed.W_U", big, 8 * 11));
+    ck_assert_status(induct_model_forward(m, tok, CB, CT, NULL, 0, l2, CB * (CT - 1), &m2),
+                     INDUCT_ENUMERIC);
+    for (size_t i = 0; i < CB * (CT - 1); i++) {
+        uint32_t bits;
+        memcpy(&bits, &l2[i], 4);
+        ck_assert_uint_eq(bits, 0x55555555u);
+    }
+    free(tok), free(logits), free(l1), free(l2);
+    induct_model_free(m);
+}
+END_TEST
+
 Suite *fused_suite(void) {
     Suite *s = suite_create("fused");
     TCase *tc = tcase_create("kernels");
@@ -405,10 +531,13 @@ Suite *fused_suite(void) {
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_adamw);
     tcase_add_test(tc, test_embed_backward);
+    tcase_add_test(tc, test_gemm_threads);
+    tcase_add_loop_test(tc, test_training_threads, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("fold");
     tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
     tcase_add_loop_test(tc, test_fold_matches_unfolded, 0, 5);
+    tcase_add_test(tc, test_chunked_forward);
     suite_add_tcase(s, tc);
     return s;
 }
