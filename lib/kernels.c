@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -50,25 +51,38 @@ static void gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, fl
 }
 
 /* Split the rows of C into one block per thread; each element is still computed by
- * one sgemm call with the same K order.
- * That alone does not make the result independent of the thread count: OpenBLAS
- * computes a row (column) of C with a code path that depends on its position in the
- * call's micro-tiles (measured on Zen: rows repeat with period 12, and the last
- * M mod 12 rows of a call take a remainder kernel with other rounding). Blocks
- * therefore start at multiples of GEMM_SPLIT = 48 = lcm(12, 16) (covering the 4, 6,
- * 8, 12, 16 and 24-wide kernels of the x86 targets), so every element sees the same
- * tile position and remainder as in the single call. tests/check_fused.c checks it. */
-#define GEMM_SPLIT 48
+ * one sgemm call with the same K order. That alone does not make the result
+ * independent of the thread count: OpenBLAS computes a row of C with a code path that
+ * depends on the row's position in its micro-tiles (measured on Zen: rows repeat with
+ * period 12, and the last M mod 12 rows of a call take a remainder kernel with other
+ * rounding), and a split of the columns changes its blocking of the whole call. So
+ * only rows are split, at multiples of the period: 12 for OpenBLAS's Haswell and Zen
+ * kernels (measured), else 48 = lcm(12, 16), which covers the 4, 6, 8, 12, 16 and
+ * 24-row tiles of the other x86 targets. Every row then sees the same tile position
+ * and remainder as in the single call; tests/check_fused.c checks 1, 2 and 3 threads
+ * on the machine that runs it. */
+static size_t gemm_split_rows(void) {
+    static atomic_int unit = 0;
+    int u = atomic_load_explicit(&unit, memory_order_relaxed);
+    if (!u) {
+        const char *core = openblas_get_corename();
+        u = core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")) ? 12 : 48;
+        atomic_store_explicit(&unit, u, memory_order_relaxed);
+    }
+    return (size_t)u;
+}
+
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
     /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
      * (measured: no column offset reproduces the single call's bits) */
-    if (nt <= 1 || M <= GEMM_SPLIT || M * N * K < ((size_t)1 << 18)) {
+    size_t unit = gemm_split_rows();
+    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 18)) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    size_t unit = GEMM_SPLIT, chunks = (M + unit - 1) / unit;
+    size_t chunks = (M + unit - 1) / unit;
     if ((size_t)nt > chunks) nt = (int)chunks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static)
