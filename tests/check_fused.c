@@ -405,6 +405,41 @@ START_TEST(test_training_threads) {
 }
 END_TEST
 
+/* Raising n_threads after the workspace exists re-lays out the per-thread scratch (it
+ * used to be sized for the old count and overrun); results do not change. */
+START_TEST(test_set_threads_later) {
+    double a[2], b[2];
+    float *pa = calloc(200000, 4), *pb = calloc(200000, 4);
+    for (int run = 0; run < 2; run++) {
+        induct_model_config c;
+        induct_model_config_init(&c, sizeof c);
+        c.d_model = 64;
+        c.n_ctx = 64;
+        induct_model *m;
+        ck_ok(induct_model_new(&m, &c));
+        induct_rrt_config rc;
+        induct_rrt_config_init(&rc, sizeof rc);
+        induct_dataset *d;
+        ck_ok(induct_dataset_new_rrt(&d, &rc));
+        induct_optimizer *o;
+        ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+        double *l = run ? b : a;
+        ck_ok(induct_train_step(o, d, 8, 64, &l[0]));
+        if (run) ck_ok(induct_model_set_threads(m, 3));
+        ck_ok(induct_train_step(o, d, 8, 64, &l[1]));
+        size_t len;
+        ck_ok(induct_model_get_tensor(m, "blocks.1.attn.W_Q", INDUCT_BUF_PARAM, run ? pb : pa,
+                                      200000, &len));
+        induct_optimizer_free(o);
+        induct_model_free(m);
+        induct_dataset_free(d);
+    }
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    ck_assert(memcmp(pa, pb, 200000 * 4) == 0);
+    free(pa), free(pb);
+}
+END_TEST
+
 /* Layer 0 folded into the embeddings (forward.c, fold_layer0: no LayerNorm and
  * 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does not. */
 enum { FV = 5, FT = 6, FB = 4 };
@@ -533,6 +568,7 @@ Suite *fused_suite(void) {
     tcase_add_test(tc, test_embed_backward);
     tcase_add_test(tc, test_gemm_threads);
     tcase_add_loop_test(tc, test_training_threads, 0, 2);
+    tcase_add_test(tc, test_set_threads_later);
     suite_add_tcase(s, tc);
     tc = tcase_create("fold");
     tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
