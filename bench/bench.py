@@ -179,12 +179,14 @@ def measure(build, name, threads, sweep, quick, log):
     tp = torch_peer(cfg, threads, best)
     lib.ask("warm %d" % warm)
     tp.ask("warm %d" % warm)
-    lms, lcpu, tms = [], [], []
+    lms, lcpu, tms, tcpu = [], [], [], []
     for _ in range(rounds):
         r = lib.ask("run %d" % per)
         lms += r["ms"]
         lcpu += r["cpu_ms"]
-        tms += tp.ask("run %d" % per)["ms"]
+        r = tp.ask("run %d" % per)
+        tms += r["ms"]
+        tcpu += r["cpu_ms"]
     lr, tr = lib.ask("rss"), tp.ask("rss")
     lib.close()
     tp.close()
@@ -201,6 +203,7 @@ def measure(build, name, threads, sweep, quick, log):
                     "peak_rss_above_start_mib": (rss["peak_rss_kib"] - rss["base_rss_kib"]) /
                     1024}
     res["libinduct"]["median_cpu_ms"] = statistics.median(lcpu)
+    res["pytorch"]["median_cpu_ms"] = statistics.median(tcpu)
     res["ratio_pytorch_over_libinduct"] = res["pytorch"]["median_ms"] / res["libinduct"][
         "median_ms"]
     res["theory_mib"] = theory / 2**20
@@ -276,17 +279,19 @@ def main():
     print("sgemm roof: " + ", ".join("%d^3 %dT %.0f GFLOP/s" % (r["size"], r["threads"],
                                                                  r["gflops"])
                                      for r in out["roof"]))
-    hdr = ("| cfg | thr | libinduct ms | PyTorch ms | ratio | lib tok/s | torch tok/s | "
-           "lib GFLOP/s | torch GFLOP/s | lib % roof | lib RSS MiB (theory) | torch RSS MiB |")
+    hdr = ("| cfg | thr | libinduct ms | PyTorch ms | ratio | CPU ms lib / torch | lib tok/s | "
+           "torch tok/s | lib GFLOP/s | torch GFLOP/s | lib % roof | lib RSS MiB (theory) | "
+           "torch RSS MiB |")
     print(hdr)
     print("|" + "---|" * (hdr.count("|") - 1))
     for r in out["runs"]:
         L, P = r["libinduct"], r["pytorch"]
         roof_t = max(x["gflops"] for x in out["roof"] if x["threads"] == r["threads"] and
                      x["size"] == 1024)
-        print("| %s | %d | %.2f | %.2f | %.2f | %.0f | %.0f | %.1f | %.1f | %.0f | %.0f (%.0f) | "
-              "%.0f |" % (r["config"], r["threads"], L["median_ms"], P["median_ms"],
-                          r["ratio_pytorch_over_libinduct"], L["tokens_per_s"],
+        print("| %s | %d | %.2f | %.2f | %.2f | %.1f / %.1f | %.0f | %.0f | %.1f | %.1f | %.0f | "
+              "%.0f (%.0f) | %.0f |" % (r["config"], r["threads"], L["median_ms"], P["median_ms"],
+                          r["ratio_pytorch_over_libinduct"], L["median_cpu_ms"],
+                          P["median_cpu_ms"], L["tokens_per_s"],
                           P["tokens_per_s"], L["gflops"], P["gflops"],
                           100 * L["gflops"] / roof_t, L["peak_rss_above_start_mib"],
                           r["theory_mib"], P["peak_rss_above_start_mib"]))

@@ -118,18 +118,19 @@ def main():
                               "n_params": n_params}), flush=True)
             continue
         k = int(parts[1]) if len(parts) > 1 else 0
-        ms = []
+        ms, cpu = [], []
         for _ in range(k):
             tok = batches[it % 4]
             it += 1
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             if cmd == "eval":
                 with torch.no_grad():
                     model(tok)
             else:
                 train_step(tok)
             ms.append((time.perf_counter() - t0) * 1e3)
-        print(json.dumps({"ms": ms} if cmd != "warm" else {}), flush=True)
+            cpu.append((time.process_time() - c0) * 1e3)
+        print(json.dumps({"ms": ms, "cpu_ms": cpu} if cmd != "warm" else {}), flush=True)
 
 
 if __name__ == "__main__":
