@@ -220,6 +220,51 @@ def roof(build, threads, size):
     return json.loads(out.stdout)
 
 
+def wiki(build, threads, steps, log):
+    """examples/induction-rrt (the wiki experiment): wall time, peak RSS."""
+    exe = os.path.join(build, "examples", "induction-rrt")
+    t0 = time.monotonic()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %e %U %S", exe, "--threads", str(threads),
+                        "--steps", str(steps), "--json"], env=clean_env(), capture_output=True,
+                       text=True, check=True)
+    wall = time.monotonic() - t0
+    rss_kib, _, user, sys_ = p.stderr.strip().splitlines()[-1].split()
+    j = json.loads(p.stdout.strip().splitlines()[-1])
+    res = {"threads": threads, "steps": steps, "wall_s": wall, "user_s": float(user),
+           "sys_s": float(sys_), "peak_rss_mib": int(rss_kib) / 1024,
+           "train_s": [m["seconds"] for m in j["models"]],
+           "loss": [m["loss"] for m in j["models"]],
+           "induction_scores": [m["induction_scores"] for m in j["models"]]}
+    # theory for the 2-layer training shape (B 64, T 64): see the module docstring
+    c = dict(CONFIGS["b"])
+    n_params = 64 * 64 + 64 * 64 + 2 * (4 * 64 * 64 + 3 * 64 + 64) + 64 * 64 + 64
+    res["theory_train_mib"] = theory_bytes(c, n_params)[0] / 2**20
+    log("wiki experiment, %d threads: %.1f s wall (training %.1f + %.1f s), peak RSS %.0f MiB" % (
+        threads, wall, res["train_s"][0], res["train_s"][1], res["peak_rss_mib"]))
+    return res
+
+
+def evaluation(build, log):
+    """Forward-only and analysis passes vs a training step's forward (config b's model,
+    1 thread): microseconds per token."""
+    c = CONFIGS["b"]
+    p = lib_peer(build, c, 1)
+    p.ask("warm 20")
+    toks = c["batch"] * c["seq"]
+    fwd = statistics.median(p.ask("eval 20")["ms"]) / toks * 1e3
+    big = p.ask("evalb 512 4")["ms"]
+    scores = p.ask("scores 256 4")["ms"]
+    p.close()
+    res = {"train_forward_us_per_token": fwd,
+           "forward_512_first_us_per_token": big[0] / (512 * c["seq"]) * 1e3,
+           "forward_512_us_per_token": statistics.median(big[1:]) / (512 * c["seq"]) * 1e3,
+           # the two scores each run one forward over 256 sequences
+           "scores_256_first_us_per_token": scores[0] / (2 * 256 * c["seq"]) * 1e3,
+           "scores_256_us_per_token": statistics.median(scores[1:]) / (2 * 256 * c["seq"]) * 1e3}
+    log("evaluation (us/token): " + ", ".join("%s %.2f" % kv for kv in res.items()))
+    return res
+
+
 def loadavg():
     with open("/proc/loadavg") as f:
         return f.read().split()[:3]
@@ -252,6 +297,9 @@ def main():
                     help="skip the search for PyTorch's best setting (use malloc tuning, "
                          "foreach AdamW, OPENBLAS_NUM_THREADS=1)")
     ap.add_argument("--json", default=None, help="also write all results to this file")
+    ap.add_argument("--wiki", action="store_true",
+                    help="also time examples/induction-rrt (1 and 2 layers, 2000 steps, "
+                         "--threads 2) and the evaluation passes")
     a = ap.parse_args()
     configs = (a.configs or ("a,b,c" if a.quick else "a,b,c,d")).split(",")
     threads = [int(t) for t in a.threads.split(",")]
@@ -272,6 +320,9 @@ def main():
             log("  libinduct %9.2f ms  pytorch %9.2f ms  ratio %.2f  (%s)" % (
                 r["libinduct"]["median_ms"], r["pytorch"]["median_ms"],
                 r["ratio_pytorch_over_libinduct"], r["torch_setting"]))
+    if a.wiki:
+        out["evaluation"] = evaluation(a.build, log)
+        out["wiki"] = wiki(a.build, 2, 200 if a.quick else 2000, log)
     out["load_after"] = loadavg()
     print("# %s  %s  load before %s after %s" % (out["date"], out["machine"]["cpu"],
                                                   " ".join(out["load_before"]),
@@ -298,6 +349,15 @@ def main():
     print("PyTorch settings: " + "; ".join("%s/%dT: %s" % (r["config"], r["threads"],
                                                           r["torch_setting"])
                                           for r in out["runs"]))
+    if "evaluation" in out:
+        print("evaluation, us/token: " + ", ".join("%s %.2f" % kv
+                                                   for kv in out["evaluation"].items()))
+    if "wiki" in out:
+        w = out["wiki"]
+        print("wiki experiment (%d steps, %d threads): %.1f s wall, training %.1f s + %.1f s, "
+              "peak RSS %.0f MiB (training theory %.0f MiB); losses %s" % (
+                  w["steps"], w["threads"], w["wall_s"], w["train_s"][0], w["train_s"][1],
+                  w["peak_rss_mib"], w["theory_train_mib"], w["loss"]))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

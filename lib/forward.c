@@ -431,7 +431,7 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
 
 /* ---- public passes ------------------------------------------------------------- */
 
-/* Sequences per chunk of a forward-only evaluation: about 8192 tokens, so that the
+/* Sequences per chunk of a forward-only evaluation: about 4096 tokens, so that the
  * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
  * batch of the current workspace for this T, which is already allocated and warm. */
 static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
@@ -444,7 +444,7 @@ static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
         t = r;
     }
     g = 48 / g;
-    uint32_t c = 8192 / T;
+    uint32_t c = 4096 / T;
     if (m->ws && m->ws_T == T && m->ws_B > c) c = m->ws_B;
     c -= c % g;
     if (c < g) c = g;
