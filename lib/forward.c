@@ -453,6 +453,34 @@ static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
     return c;
 }
 
+int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                           induct__chunk_fn fn, void *user, double *loss_sum) {
+    uint32_t chunk = eval_chunk(m, B, T);
+    double sum = 0.0;
+    for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
+        uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
+        INDUCT_TRY(induct__forward(m, tokens + (size_t)b0 * T, nb, T, NULL));
+        /* continue one sequential sum: the same additions as a single pass */
+        const float *l = W(m->a_losses);
+        for (size_t i = 0, n = (size_t)nb * (T - 1); i < n; i++) sum += l[i];
+        if (fn) INDUCT_TRY(fn(user, m, b0, nb));
+    }
+    if (loss_sum) *loss_sum = sum;
+    return INDUCT_OK;
+}
+
+typedef struct stage_losses {
+    float *dst;
+    uint32_t T;
+} stage_losses;
+
+static int copy_losses(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    const stage_losses *sl = user;
+    size_t row = sl->T - 1;
+    memcpy(sl->dst + (size_t)b0 * row, W(m->a_losses), (size_t)nb * row * sizeof(float));
+    return INDUCT_OK;
+}
+
 INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint32_t B,
                                     uint32_t T, float *logits_out, size_t logits_cap,
                                     float *losses_out, size_t losses_cap, double *mean_loss_out) {
@@ -466,32 +494,22 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
                    "induct_model_forward: losses need %zu floats, buffer holds %zu", n_losses,
                    losses_cap);
     double mean;
-    uint32_t chunk = eval_chunk(m, B, T);
-    if (!logits_out && B > chunk) {
-        /* losses only: run the batch in chunks that stay in cache (and keep the workspace
-         * small); the mean is the same sequential sum as one pass. The losses are staged
-         * so that the caller's buffer is untouched on failure. */
+    if (!logits_out) {
+        /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched
+         * on failure; the same bits and mean as one pass */
         float *staged = NULL;
-        if (losses_out) {
+        if (losses_out && B > eval_chunk(m, B, T)) {
             staged = malloc(n_losses * sizeof *staged);
             INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
         }
-        double sum = 0.0;
-        for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
-            uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
-            int rc = induct__forward(m, tokens + (size_t)b0 * T, nb, T, NULL);
-            if (rc < 0) {
-                free(staged);
-                return rc;
-            }
-            const float *l = W(m->a_losses);
-            size_t n = (size_t)nb * (T - 1);
-            for (size_t i = 0; i < n; i++) sum += l[i];
-            if (staged) memcpy(staged + (size_t)b0 * (T - 1), l, n * sizeof *l);
-        }
-        mean = sum / ((double)B * (T - 1));
-        if (staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
+        stage_losses sl = {staged ? staged : losses_out, T};
+        double sum;
+        int rc = induct__forward_chunks(m, tokens, B, T, losses_out ? copy_losses : NULL, &sl,
+                                        &sum);
+        if (rc == INDUCT_OK && staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
         free(staged);
+        INDUCT_TRY(rc);
+        mean = sum / ((double)B * (T - 1));
     } else {
         INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
         if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));

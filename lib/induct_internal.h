@@ -139,6 +139,14 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
  * workspace; returns mean loss. */
 int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                     double *mean_loss);
+/* Forward-only over B sequences in chunks of whole GEMM row blocks that stay in cache
+ * (about 4096 tokens; the same bits as one pass). After each chunk, fn(user, m, b0, nb)
+ * runs while the workspace holds the activations of sequences b0 .. b0+nb-1 (patterns
+ * A[l].att for nb sequences, a_losses, ...); a negative return stops and is returned.
+ * loss_sum (may be NULL) receives the sum of all per-token losses, in order. */
+typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32_t nb);
+int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                           induct__chunk_fn fn, void *user, double *loss_sum);
 /* Backward after induct__forward with the same tokens: grads overwritten. */
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);

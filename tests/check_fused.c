@@ -555,6 +555,57 @@ START_TEST(test_chunked_forward) {
 }
 END_TEST
 
+/* The induction and previous-token scores (run in chunks over the sequences) against
+ * the same averages computed from each sequence's patterns (induct_model_attention). */
+START_TEST(test_scores_chunked) {
+    enum { NS = 100, ST = 64, SV = 32, L_ = 2, SH = 2 };
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    c.n_layers = L_;
+    c.d_model = 16;
+    c.n_heads = SH;
+    c.n_ctx = ST;
+    c.d_vocab = SV;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.3, 12);
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = SV;
+    rc.seed = 21;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    float ind[L_ * SH], prev[L_ * SH];
+    size_t len;
+    ck_ok(induct_analysis_induction_score(m, d, NS, ST, ind, L_ * SH, &len));
+    ck_ok(induct_analysis_previous_token_score(m, d, NS, ST, prev, L_ * SH, &len));
+    int32_t *tok = malloc(NS * ST * 4), meta[NS];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, NS, ST, tok, NS * ST, meta, NS));
+    float *A = malloc(L_ * SH * ST * ST * 4);
+    double si[L_ * SH] = {0}, sp[L_ * SH] = {0};
+    size_t cnt[L_ * SH] = {0};
+    for (int b = 0; b < NS; b++) {
+        ck_ok(induct_model_attention(m, tok + b * ST, ST, A, L_ * SH * ST * ST, &len));
+        for (int lh = 0; lh < L_ * SH; lh++) {
+            const float *a = A + (size_t)lh * ST * ST;
+            int Lb = meta[b];
+            for (int t = Lb + 1; t < 2 * Lb; t++, cnt[lh]++) si[lh] += a[t * ST + t - Lb + 1];
+            double r = 0;
+            for (int i = 1; i < ST; i++) r += a[i * ST + i - 1];
+            sp[lh] += r / (ST - 1);
+        }
+    }
+    for (int lh = 0; lh < L_ * SH; lh++) {
+        ck_assert(cnt[lh] > 0);
+        ck_assert_double_eq_tol(ind[lh], si[lh] / cnt[lh], 1e-5);
+        ck_assert_double_eq_tol(prev[lh], sp[lh] / NS, 1e-5);
+    }
+    free(tok), free(A);
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 Suite *fused_suite(void) {
     Suite *s = suite_create("fused");
     TCase *tc = tcase_create("kernels");
@@ -574,6 +625,7 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_fold_gradcheck, 0, 5);
     tcase_add_loop_test(tc, test_fold_matches_unfolded, 0, 5);
     tcase_add_test(tc, test_chunked_forward);
+    tcase_add_test(tc, test_scores_chunked);
     suite_add_tcase(s, tc);
     return s;
 }
