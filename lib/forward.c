@@ -310,8 +310,8 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
                                     B, T, H, dh, W(m->g_att), nt);
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        induct__rows_plus_bias(attn_resid, W(a->resid_pre), P(o->b_O), N, D, nt);
-        induct__gemm(nt, 0, 0, N, D, HD, 1.0f, W(a->z), HD, P(o->W_O), D, 1.0f, attn_resid, D);
+        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                          W(a->resid_pre), D, P(o->b_O));
         if (M) {
             if (c->layer_norm)
                 induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
@@ -319,9 +319,8 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
             induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
             induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
             /* resid_post = resid_mid + b_out + mlp_post W_out */
-            induct__rows_plus_bias(out_resid, W(a->resid_mid), P(o->b_out), N, D, nt);
-            induct__gemm(nt, 0, 0, N, D, M, 1.0f, W(a->mlp_post), M, P(o->W_out), D, 1.0f,
-                         out_resid, D);
+            induct__gemm_bias(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
+                              W(a->resid_mid), D, P(o->b_out));
         }
     }
     if (c->layer_norm)

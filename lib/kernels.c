@@ -78,7 +78,8 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
     /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
      * (measured: no column offset reproduces the single call's bits) */
     size_t unit = gemm_split_rows();
-    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 18)) {
+    /* below ~2^20 multiply-adds (~20 us) a fork/join costs more than it saves */
+    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -95,6 +96,53 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
         gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc,
                     ldc);
     }
+}
+
+/* Rows [r0, r1) of C = inp + bias (inp may be NULL) before a beta = 1 product. */
+static void prefill_rows(float *C, size_t ldc, const float *inp, size_t ldi, const float *bias,
+                         size_t r0, size_t r1, size_t N) {
+    for (size_t r = r0; r < r1; r++) {
+        float *o = C + r * ldc;
+        if (inp) {
+            const float *x = inp + r * ldi;
+            for (size_t i = 0; i < N; i++) o[i] = x[i] + bias[i];
+        } else {
+            memcpy(o, bias, N * sizeof *o);
+        }
+    }
+}
+
+/* induct__gemm with beta = 1 after C = inp + bias (inp may be NULL), the prefill of each
+ * row block done by the thread that multiplies it (one parallel region, not two). */
+static void gemm_prefilled(int nt, int transA, int transB, size_t M, size_t N, size_t K,
+                           const float *A, size_t lda, const float *B, size_t ldb, float *C,
+                           size_t ldc, const float *inp, size_t ldi, const float *bias) {
+    size_t unit = gemm_split_rows();
+    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
+        prefill_rows(C, ldc, inp, ldi, bias, 0, M, N);
+        gemm_serial(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
+        return;
+    }
+    size_t chunks = (M + unit - 1) / unit;
+    if ((size_t)nt > chunks) nt = (int)chunks;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (int t = 0; t < nt; t++) {
+        size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
+        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
+        if (r0 >= r1) continue;
+        prefill_rows(C, ldc, inp, ldi, bias, r0, r1, N);
+        const float *Ab = transA ? A + r0 : A + r0 * lda;
+        gemm_serial(transA, transB, r1 - r0, N, K, 1.0f, Ab, lda, B, ldb, 1.0f, C + r0 * ldc,
+                    ldc);
+    }
+}
+
+void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                       size_t ldi, const float *bias) {
+    gemm_prefilled(nt, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias);
 }
 
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
@@ -208,8 +256,7 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt) {
     if (bias) {
-        induct__rows_plus_bias(out, NULL, bias, N, C, nt);
-        induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 1.0f, out, C);
+        gemm_prefilled(nt, 0, 0, N, C, K, inp, K, W, C, out, C, NULL, 0, bias);
     } else {
         induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 0.0f, out, C);
     }

@@ -140,6 +140,11 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
                           float b1, float b2, float bc1, float bc2, float eps, float decay,
                           float lr, int nt);
 
+/* C[M,N] = inp[M,N] + bias[N] + A[M,K] B[K,N] (inp may be NULL: C = bias + A B), rows
+ * of C, inp, A with strides ldc, ldi, lda; bias added before the product (beta = 1). */
+void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                       size_t ldi, const float *bias);
 /* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
 void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
                             int nt);
