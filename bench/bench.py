@@ -330,7 +330,8 @@ def main():
     print("sgemm roof: " + ", ".join("%d^3 %dT %.0f GFLOP/s" % (r["size"], r["threads"],
                                                                  r["gflops"])
                                      for r in out["roof"]))
-    hdr = ("| cfg | thr | libinduct ms | PyTorch ms | ratio | CPU ms lib / torch | lib tok/s | "
+    hdr = ("| cfg | thr | libinduct ms | PyTorch ms | ratio | min ms lib / torch | "
+           "CPU ms lib / torch | lib tok/s | "
            "torch tok/s | lib GFLOP/s | torch GFLOP/s | lib % roof | lib RSS MiB (theory) | "
            "torch RSS MiB |")
     print(hdr)
@@ -339,9 +340,11 @@ def main():
         L, P = r["libinduct"], r["pytorch"]
         roof_t = max(x["gflops"] for x in out["roof"] if x["threads"] == r["threads"] and
                      x["size"] == 1024)
-        print("| %s | %d | %.2f | %.2f | %.2f | %.1f / %.1f | %.0f | %.0f | %.1f | %.1f | %.0f | "
-              "%.0f (%.0f) | %.0f |" % (r["config"], r["threads"], L["median_ms"], P["median_ms"],
-                          r["ratio_pytorch_over_libinduct"], L["median_cpu_ms"],
+        print("| %s | %d | %.2f | %.2f | %.2f | %.2f / %.2f | %.1f / %.1f | %.0f | %.0f | %.1f | "
+              "%.1f | %.0f | %.0f (%.0f) | %.0f |" % (
+                          r["config"], r["threads"], L["median_ms"], P["median_ms"],
+                          r["ratio_pytorch_over_libinduct"], L["min_ms"], P["min_ms"],
+                          L["median_cpu_ms"],
                           P["median_cpu_ms"], L["tokens_per_s"],
                           P["tokens_per_s"], L["gflops"], P["gflops"],
                           100 * L["gflops"] / roof_t, L["peak_rss_above_start_mib"],
