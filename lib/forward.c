@@ -116,7 +116,8 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
     ALLOC(m->g_h, N, D);
-    ALLOC(m->g_qk, N, D);
+    if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(m->g_qk, N, D); /* d(q/k input) */
+    else NONE_(m->g_qk);
     ALLOC(m->g_q, N, HD);
     ALLOC(m->g_k, N, HD);
     ALLOC(m->g_v, N, HD);
@@ -400,8 +401,8 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
             continue;
         }
         /* projections: q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = h W_V + b_V */
-        float *dqk = W(m->g_qk);
         int separate_qk = a->qk_in != a->ln1;
+        float *dqk = separate_qk ? W(m->g_qk) : NULL;
         memset(dh_, 0, N * D * sizeof(float));
         float *dqk_target = separate_qk ? dqk : dh_;
         if (separate_qk) memset(dqk, 0, N * D * sizeof(float));
