@@ -1093,13 +1093,13 @@ void induct__rows_plus_bias(float *out, const float *inp, const float *bias, siz
 
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt) {
-    /* column blocks of 64: every element still sums its rows in increasing n, as the
+    /* column blocks of 32: every element still sums its rows in increasing n, as the
      * serial induct__embed_backward / induct__pos_backward do */
-    size_t nb = (D + 63) / 64;
+    size_t nb = (D + 31) / 32;
     if (B * T * D < ((size_t)1 << 16)) nt = 1;
     PFOR
     for (idx blk = 0; blk < (idx)nb; blk++) {
-        size_t c0 = (size_t)blk * 64, c1 = c0 + 64 < D ? c0 + 64 : D;
+        size_t c0 = (size_t)blk * 32, c1 = c0 + 32 < D ? c0 + 32 : D;
         for (size_t n = 0; n < B * T; n++) {
             float *g = dW_E + (size_t)tokens[n] * D;
             const float *d = dout + n * D;
@@ -1113,5 +1113,15 @@ void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                     for (size_t i = c0; i < c1; i++) g[i] += d[i];
                 }
             }
+    }
+}
+
+void induct__zero(float *x, size_t n, int nt) {
+    size_t chunks = (n + 65535) / 65536;
+    if (chunks < 2) nt = 1;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * 65536, len = n - i0 < 65536 ? n - i0 : 65536;
+        memset(x + i0, 0, len * sizeof *x);
     }
 }

@@ -153,6 +153,9 @@ void induct__rows_plus_bias(float *out, const float *inp, const float *bias, siz
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
 
+/* x[0..n) = 0, in parallel chunks. */
+void induct__zero(float *x, size_t n, int nt);
+
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 int induct__simd_active(void);
