@@ -411,25 +411,27 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         /* projections: q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = h W_V + b_V */
         int separate_qk = a->qk_in != a->ln1;
         float *dqk = separate_qk ? W(m->g_qk) : NULL;
-        /* the first product into each of dh_, dqk overwrites it (beta 0) */
-        float *dqk_target = separate_qk ? dqk : dh_;
-        proj_backward(m, dqk_target, 0.0f, G(o->W_Q), dq, W(a->qk_in), W(a->wq), N, D, H, dh);
+        /* d(LN1 output) into dh_; without LN that is d resid_pre, accumulated straight
+         * into dres (no separate sum). The first product into dh_ or dqk overwrites it. */
+        float *dx = c->layer_norm ? dh_ : dres;
+        float beta0 = c->layer_norm ? 0.0f : 1.0f;
+        float *dqk_target = separate_qk ? dqk : dx;
+        proj_backward(m, dqk_target, separate_qk ? 0.0f : beta0, G(o->W_Q), dq, W(a->qk_in),
+                      W(a->wq), N, D, H, dh);
         proj_backward(m, dqk_target, 1.0f, G(o->W_K), dk, W(a->qk_in), W(a->wk), N, D, H, dh);
-        proj_backward(m, dh_, separate_qk ? 0.0f : 1.0f, G(o->W_V), dv, W(a->ln1), W(a->wv), N, D,
-                      H, dh);
+        proj_backward(m, dx, separate_qk ? beta0 : 1.0f, G(o->W_V), dv, W(a->ln1), W(a->wv), N,
+                      D, H, dh);
         induct__colsum(G(o->b_Q), dq, N, HD, HD, nt);
         induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         induct__colsum(G(o->b_V), dv, N, HD, HD, nt);
         if (separate_qk) {
             induct__pos_backward(G(m->W_pos), dqk, B, T, D);
-            induct__add_inplace(dh_, dqk, N * D, nt);
+            induct__add_inplace(dx, dqk, N * D, nt);
         }
-        /* dh_ = d(LN1 output or resid_pre); dres += through LN1 */
+        /* with LN: dh_ = d(LN1 output); dres += through LN1 */
         if (c->layer_norm)
             induct__layernorm_backward(dres, G(o->ln1_w), G(o->ln1_b), dh_, W(a->resid_pre),
                                        W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w), N, D, nt);
-        else
-            induct__add_inplace(dres, dh_, N * D, nt);
     }
     induct__embed_backward_par(G(m->W_E),
                                c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,

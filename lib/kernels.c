@@ -1093,26 +1093,24 @@ void induct__rows_plus_bias(float *out, const float *inp, const float *bias, siz
 
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt) {
-    /* column blocks of 32: every element still sums its rows in increasing n, as the
-     * serial induct__embed_backward / induct__pos_backward do */
-    size_t nb = (D + 31) / 32;
+    /* column blocks of 16: every element still sums its rows in increasing n, as the
+     * serial induct__embed_backward / induct__pos_backward do (position t's rows are
+     * n = b T + t, b increasing) */
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t nb = (D + 15) / 16;
     if (B * T * D < ((size_t)1 << 16)) nt = 1;
     PFOR
     for (idx blk = 0; blk < (idx)nb; blk++) {
-        size_t c0 = (size_t)blk * 32, c1 = c0 + 32 < D ? c0 + 32 : D;
-        for (size_t n = 0; n < B * T; n++) {
-            float *g = dW_E + (size_t)tokens[n] * D;
-            const float *d = dout + n * D;
-            for (size_t i = c0; i < c1; i++) g[i] += d[i];
+        size_t c0 = (size_t)blk * 16, w = D - c0 < 16 ? D - c0 : 16;
+        float *gp = dW_pos ? dW_pos + c0 : NULL;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            group16_avx2(dW_E + c0, gp, D, dout + c0, D, tokens, B * T, T, w);
+            continue;
         }
-        if (dW_pos)
-            for (size_t t = 0; t < T; t++) {
-                float *g = dW_pos + t * D;
-                for (size_t b = 0; b < B; b++) {
-                    const float *d = dout + (b * T + t) * D;
-                    for (size_t i = c0; i < c1; i++) g[i] += d[i];
-                }
-            }
+#endif
+        group16_scalar(dW_E + c0, gp, D, dout + c0, D, tokens, B * T, T, w);
     }
 }
 
