@@ -107,7 +107,7 @@ static void prefill_rows(float *C, size_t ldc, const float *inp, size_t ldi, con
             const float *x = inp + r * ldi;
             for (size_t i = 0; i < N; i++) o[i] = x[i] + bias[i];
         } else {
-            memcpy(o, bias, N * sizeof *o);
+            for (size_t i = 0; i < N; i++) o[i] = bias[i]; /* short rows: no libc call */
         }
     }
 }
