@@ -445,6 +445,13 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
  * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
  * batch of the current workspace for this T, which is already allocated and warm. */
 static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
+#ifndef _OPENMP
+    /* without OpenMP, OpenBLAS (its OpenMP build) threads each call itself and splits
+     * rows by the call's size: chunks would change the bits */
+    (void)m;
+    (void)T;
+    return B ? B : 1;
+#endif
     /* chunks of 48-row multiples (a multiple of induct__gemm's row blocks, kernels.c),
      * so that every row keeps its position in OpenBLAS's micro-tiles: one pass's bits */
     uint32_t g = 48, t = T;

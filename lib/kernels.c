@@ -78,6 +78,9 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
     /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
      * (measured: no column offset reproduces the single call's bits) */
     size_t unit = gemm_split_rows();
+#ifndef _OPENMP
+    nt = 1; /* no threads of ours: one call, whatever n_threads says */
+#endif
     /* below ~2^20 multiply-adds (~20 us) a fork/join costs more than it saves */
     if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -118,6 +121,9 @@ static void gemm_prefilled(int nt, int transA, int transB, size_t M, size_t N, s
                            const float *A, size_t lda, const float *B, size_t ldb, float *C,
                            size_t ldc, const float *inp, size_t ldi, const float *bias) {
     size_t unit = gemm_split_rows();
+#ifndef _OPENMP
+    nt = 1; /* no threads of ours: one call, whatever n_threads says */
+#endif
     if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
         prefill_rows(C, ldc, inp, ldi, bias, 0, M, N);
         gemm_serial(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
