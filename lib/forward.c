@@ -115,7 +115,9 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     ALLOC(m->a_lse, N, 1);
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
-    ALLOC(m->g_h, N, D);
+    /* d(LN output) or d(MLP input): attention-only models without LN need none */
+    if (c->layer_norm || M) ALLOC(m->g_h, N, D);
+    else NONE_(m->g_h);
     if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(m->g_qk, N, D); /* d(q/k input) */
     else NONE_(m->g_qk);
     ALLOC(m->g_q, N, HD);
@@ -245,12 +247,13 @@ static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, ui
  * aligned and advised as transparent huge pages where Linux offers them: the first
  * touch of fresh memory costs several microseconds per 4 KiB page on some machines
  * (measured 4-17 us here), which dominates the first step and every evaluation at a
- * larger shape; with huge pages it is about 8x cheaper. Advice only: the memory is
+ * larger shape; with huge pages it is about 8x cheaper. Only from 32 MiB on, where
+ * rounding to 2 MiB pages costs little resident memory. Advice only: the memory is
  * the same if the kernel declines. */
 static float *ws_alloc(size_t bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     const size_t huge = (size_t)2 << 20;
-    if (bytes >= 2 * huge) {
+    if (bytes >= 16 * huge) { /* small ones: the 2 MiB rounding would cost RSS */
         void *p = NULL;
         size_t b = (bytes + huge - 1) & ~(huge - 1);
         if (posix_memalign(&p, huge, b) != 0) return NULL;
@@ -353,7 +356,7 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
-    float *dres = W(m->g_resid), *dh_ = W(m->g_h);
+    float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
     float scale = (float)(1.0 / ((double)B * (T - 1)));
     induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
                               nt);
