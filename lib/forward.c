@@ -144,6 +144,10 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
+    /* layout() rewrites every activation offset: from here on the offsets describe
+     * (B, T), not the cached shape, so a failure must forget the cached shape too
+     * (else the next call with the old shape would use the new offsets). */
+    m->ws_B = m->ws_T = 0;
     size_t need = layout(m, B, T);
     INDUCT_FAIL_IF(need == 0, INDUCT_ELIMIT,
                    "workspace for batch %u x seq_len %u overflows size_t", B, T);
@@ -153,7 +157,6 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (need > m->ws_cap) {
         float *w = malloc(need * sizeof(float));
         if (!w) {
-            m->ws_B = m->ws_T = 0;
             return induct__fail(INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
         }
         free(m->ws);
