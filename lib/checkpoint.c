@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "induct_internal.h"
+#include "numtext.h"
 
 #define ST_HEADER_MAX ((uint64_t)100 << 20) /* as the safetensors reference reader */
 #define ST_NDIM_MAX 8
@@ -69,7 +70,7 @@ static int meta_u64(cJSON *meta, const char *key, uint64_t v) {
 }
 static int meta_f64(cJSON *meta, const char *key, double v) {
     char b[40];
-    snprintf(b, sizeof b, "%.17g", v);
+    induct__fmt_double(b, sizeof b, v, 0); /* reads back bit-identically */
     return meta_str(meta, key, b);
 }
 
@@ -662,10 +663,8 @@ static int parse_meta_f64(const st_file *sf, const char *key, double *out, int *
     const char *s = st_meta(sf, key);
     *present = s != NULL;
     if (!s) return INDUCT_OK;
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    INDUCT_FAIL_IF(end == s || *end || !isfinite(v), INDUCT_EFORMAT,
+    double v = 0.0;
+    INDUCT_FAIL_IF(!induct__parse_double(s, &v), INDUCT_EFORMAT,
                    "checkpoint '%s': __metadata__ \"%s\" = \"%s\" is not a finite number",
                    sf->path, key, s);
     *out = v;
@@ -695,14 +694,42 @@ static int shape_of(const st_file *sf, const char *name, uint32_t ndim, uint32_t
     return 1;
 }
 
-/* The number of parameters `c` implies, as a double (a bound, not an allocation). */
-static double param_count(const induct_model_config *c) {
-    double D = c->d_model, H = c->n_heads, dh = c->d_head ? c->d_head : (double)c->d_model / H;
-    double V = c->d_vocab, M = c->d_mlp, ln = c->layer_norm ? 2.0 * D : 0.0;
-    double per = ln + 4.0 * H * D * dh + 3.0 * H * dh + D + (c->smeared_keys ? H : 0.0);
-    if (M > 0) per += ln + D * M + M + M * D + D;
-    return V * D + (c->positional != INDUCT_POS_NONE ? (double)c->n_ctx * D : 0.0) +
-           c->n_layers * per + ln + D * V + V;
+/* Before a model of config `c` is allocated: the tensors that carry each dimension
+ * (embed.W_E, pos_embed.W_pos, every layer's W_Q and W_in) must be in the file with
+ * exactly the shape the config implies. Each one's bytes lie inside the data section
+ * without overlap, so the model about to be allocated is at most a small multiple of
+ * the file's size, whatever the metadata claims. */
+static int precheck(const st_file *sf, const induct_model_config *c) {
+    uint32_t dh = c->d_head ? c->d_head : (c->n_heads ? c->d_model / c->n_heads : 0);
+    induct__tensor t;
+    const st_entry *e;
+    char name[INDUCT_NAME_MAX];
+    memset(&t, 0, sizeof t);
+    t.ndim = 2;
+    t.shape[0] = c->d_vocab;
+    t.shape[1] = c->d_model;
+    INDUCT_TRY(st_expect(sf, "embed.W_E", &t, &e));
+    if (c->positional != INDUCT_POS_NONE) {
+        t.shape[0] = c->n_ctx;
+        INDUCT_TRY(st_expect(sf, "pos_embed.W_pos", &t, &e));
+    }
+    for (uint32_t l = 0; l < c->n_layers; l++) {
+        t.ndim = 3;
+        t.shape[0] = c->n_heads;
+        t.shape[1] = c->d_model;
+        t.shape[2] = dh;
+        snprintf(name, sizeof name, "blocks.%u.attn.W_Q", l);
+        INDUCT_TRY(st_expect(sf, name, &t, &e));
+        if (c->d_mlp) {
+            t.ndim = 2;
+            t.shape[0] = c->d_model;
+            t.shape[1] = c->d_mlp;
+            t.shape[2] = 0;
+            snprintf(name, sizeof name, "blocks.%u.mlp.W_in", l);
+            INDUCT_TRY(st_expect(sf, name, &t, &e));
+        }
+    }
+    return INDUCT_OK;
 }
 
 static int config_from_file(const st_file *sf, induct_model_config *c) {
@@ -771,18 +798,6 @@ static int config_from_file(const st_file *sf, induct_model_config *c) {
     INDUCT_FAIL_IF(ao && strcmp(ao, c->d_mlp ? "false" : "true") != 0, INDUCT_EFORMAT,
                    "checkpoint '%s': __metadata__ attn_only = \"%s\" contradicts d_mlp = %u",
                    sf->path, ao, c->d_mlp);
-    /* Every parameter must be in the file as F32 without overlap, so a config whose
-     * parameters would not fit in the data section is inconsistent; checked before
-     * anything of that size is allocated. */
-    if (c->n_heads && c->d_model) {
-        double need = param_count(c) * 4.0;
-        INDUCT_FAIL_IF(need > (double)sf->data_size, INDUCT_EFORMAT,
-                       "checkpoint '%s': the config (n_layers %u, d_model %u, n_heads %u, d_vocab "
-                       "%u, n_ctx %u, d_mlp %u) needs %.0f bytes of F32 weights but the data "
-                       "section holds %llu",
-                       sf->path, c->n_layers, c->d_model, c->n_heads, c->d_vocab, c->n_ctx,
-                       c->d_mlp, need, (unsigned long long)sf->data_size);
-    }
     return INDUCT_OK;
 }
 
@@ -797,6 +812,10 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path) {
     induct_model_config c;
     int rc = config_from_file(&sf, &c);
     induct_model *m = NULL;
+    if (rc == INDUCT_OK && c.n_layers == 0)
+        rc = induct__fail(INDUCT_EFORMAT, "checkpoint '%s': no blocks.{l}. tensors and no n_layers "
+                                          "in __metadata__", path);
+    if (rc == INDUCT_OK) rc = precheck(&sf, &c);
     if (rc == INDUCT_OK) {
         rc = induct_model_new(&m, &c);
         if (rc == INDUCT_EINVAL || rc == INDUCT_ELIMIT || rc == INDUCT_EABI) {

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "induct_internal.h"
+#include "numtext.h"
 
 static const char *errstr(int e) {
     static _Thread_local char buf[128];
@@ -77,6 +78,24 @@ static void collect_interrupt(run *r) {
     if (atomic_exchange(&r->m->interrupt, 0)) r->pending_interrupt = 1;
 }
 
+/* A JSON number whose text reads back exactly (as a float for float32 values,
+ * as a double otherwise); null for NaN and infinities. */
+static cJSON *json_num(double v, int as_float) {
+    if (!isfinite(v)) return cJSON_CreateNull();
+    char b[40];
+    induct__fmt_double(b, sizeof b, v, as_float);
+    return cJSON_CreateRaw(b);
+}
+
+static int add_num(cJSON *rec, const char *key, double v, int as_float) {
+    cJSON *x = json_num(v, as_float);
+    if (!x || !cJSON_AddItemToObject(rec, key, x)) {
+        cJSON_Delete(x);
+        return induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    }
+    return INDUCT_OK;
+}
+
 /* Add `key`: [[...] * n_heads] * n_layers from r->heads. */
 static int add_heads(run *r, cJSON *rec, const char *key) {
     uint32_t L = r->m->cfg.n_layers, H = r->m->cfg.n_heads;
@@ -89,7 +108,7 @@ static int add_heads(run *r, cJSON *rec, const char *key) {
             break;
         }
         for (uint32_t h = 0; h < H; h++) {
-            cJSON *x = cJSON_CreateNumber((double)r->heads[(size_t)l * H + h]);
+            cJSON *x = json_num((double)r->heads[(size_t)l * H + h], 1);
             if (!x || !cJSON_AddItemToArray(row, x)) {
                 cJSON_Delete(x);
                 outer = NULL;
@@ -131,8 +150,7 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         if (rec) {
             double loss;
             INDUCT_TRY(induct_model_forward(m, r->eval_tok, E, T, NULL, 0, NULL, 0, &loss));
-            INDUCT_FAIL_IF(!cJSON_AddNumberToObject(rec, "eval_loss", loss), INDUCT_ENOMEM,
-                           "induct_train: out of memory building a metrics record");
+            INDUCT_TRY(add_num(rec, "eval_loss", loss, 0));
             if (eval_loss) *eval_loss = loss;
         }
     }
@@ -182,27 +200,23 @@ static int due(uint64_t s, uint64_t every, uint32_t log2_) {
     return log2_ && (s & (s - 1)) == 0;
 }
 
-static int add_opt_number(cJSON *rec, const char *key, double v) {
-    cJSON *x = isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-    if (!x || !cJSON_AddItemToObject(rec, key, x)) {
-        cJSON_Delete(x);
-        return induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
-    }
-    return INDUCT_OK;
-}
-
 /* Evaluate and append one record to the log. */
 static int evaluate(run *r, double train_loss, double lr, double elapsed, double *eval_loss) {
     cJSON *rec = cJSON_CreateObject();
     INDUCT_FAIL_IF(!rec, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
     uint64_t s = r->o->step;
     int rc = INDUCT_OK;
-    if (!cJSON_AddNumberToObject(rec, "step", (double)s) ||
-        !cJSON_AddNumberToObject(rec, "tokens", (double)s * r->c.batch * r->T))
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)s); /* exact beyond 2^53 too */
+    cJSON *x = cJSON_CreateRaw(b);
+    if (!x || !cJSON_AddItemToObject(rec, "step", x)) {
+        cJSON_Delete(x);
         rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
-    if (rc == INDUCT_OK) rc = add_opt_number(rec, "elapsed_seconds", elapsed);
-    if (rc == INDUCT_OK) rc = add_opt_number(rec, "lr", lr);
-    if (rc == INDUCT_OK) rc = add_opt_number(rec, "train_loss", train_loss);
+    }
+    if (rc == INDUCT_OK) rc = add_num(rec, "tokens", (double)s * r->c.batch * r->T, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "elapsed_seconds", elapsed, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "lr", lr, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "train_loss", train_loss, 0);
     if (rc == INDUCT_OK) rc = eval_metrics(r, rec, eval_loss);
     if (rc == INDUCT_OK && r->mf) {
         char *line = cJSON_PrintUnformatted(rec);
