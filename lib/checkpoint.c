@@ -479,7 +479,7 @@ static int st_open(st_file *sf, const char *path) {
         return induct__fail(INDUCT_EIO, "checkpoint '%s': cannot read the header", path);
     }
     h[hlen] = '\0';
-    const char *end = NULL;
+    const char *end = NULL; /* cJSON sets it to the error position on failure */
     sf->root = cJSON_ParseWithLengthOpts(h, (size_t)hlen, &end, 0);
     int bad_json = !sf->root;
     size_t err_at = (end && end >= h) ? (size_t)(end - h) : 0;
@@ -490,7 +490,6 @@ static int st_open(st_file *sf, const char *path) {
                 err_at = (size_t)(p - h);
                 break;
             }
-    if (bad_json && !sf->root) err_at = (size_t)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - h : 0);
     free(h);
     if (bad_json || !cJSON_IsObject(sf->root)) {
         st_close(sf);

@@ -201,7 +201,8 @@ static int due(uint64_t s, uint64_t every, uint32_t log2_) {
 }
 
 /* Evaluate and append one record to the log. */
-static int evaluate(run *r, double train_loss, double lr, double elapsed, double *eval_loss) {
+static int evaluate(run *r, double train_loss, uint64_t train_steps, double lr, double elapsed,
+                    double *eval_loss) {
     cJSON *rec = cJSON_CreateObject();
     INDUCT_FAIL_IF(!rec, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
     uint64_t s = r->o->step;
@@ -214,9 +215,11 @@ static int evaluate(run *r, double train_loss, double lr, double elapsed, double
         rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
     }
     if (rc == INDUCT_OK) rc = add_num(rec, "tokens", (double)s * r->c.batch * r->T, 0);
-    if (rc == INDUCT_OK) rc = add_num(rec, "elapsed_seconds", elapsed, 0);
+    if (rc == INDUCT_OK) /* wall time: microseconds are plenty */
+        rc = add_num(rec, "elapsed_seconds", round(elapsed * 1e6) / 1e6, 0);
     if (rc == INDUCT_OK) rc = add_num(rec, "lr", lr, 0);
     if (rc == INDUCT_OK) rc = add_num(rec, "train_loss", train_loss, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "train_loss_steps", (double)train_steps, 0);
     if (rc == INDUCT_OK) rc = eval_metrics(r, rec, eval_loss);
     if (rc == INDUCT_OK && r->mf) {
         char *line = cJSON_PrintUnformatted(rec);
@@ -312,10 +315,12 @@ static int setup(run *r) {
                                   NULL, 0);
     free(probe);
     INDUCT_TRY(rc);
+    /* probe every requested metric (ENOTSUP / EINVAL) before any step, even when no
+     * evaluation is scheduled: a metric that cannot be provided is never skipped */
+    INDUCT_TRY(eval_metrics(r, NULL, NULL));
     if (evals) {
         INDUCT_FAIL_IF(c->eval_batch == 0, INDUCT_EINVAL,
                        "induct_train: eval_batch must be >= 1 when evaluation is on");
-        INDUCT_TRY(eval_metrics(r, NULL, NULL)); /* probe: ENOTSUP / EINVAL before any step */
         INDUCT_FAIL_IF(!induct__mul(c->eval_batch, r->T, &n), INDUCT_ELIMIT,
                        "induct_train: size overflow");
         r->eval_tok = malloc(n * sizeof *r->eval_tok);
@@ -349,8 +354,8 @@ static int point(run *r, loop *lp, induct_progress *p, induct_progress_fn cb, vo
     *finished = 0;
     if (lp->evals && (due(s, c->eval_every, c->eval_log2) || (last && lp->done))) {
         double el;
-        INDUCT_TRY(evaluate(r, lp->loss_n ? lp->loss_sum / (double)lp->loss_n : NAN, p->lr,
-                            now_seconds() - lp->t0, &el));
+        INDUCT_TRY(evaluate(r, lp->loss_n ? lp->loss_sum / (double)lp->loss_n : NAN, lp->loss_n,
+                            p->lr, now_seconds() - lp->t0, &el));
         lp->loss_sum = 0.0;
         lp->loss_n = 0;
         p->events |= INDUCT_TRAIN_EVENT_EVAL;

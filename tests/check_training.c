@@ -332,10 +332,12 @@ START_TEST(test_metrics_log) {
         if (i == 0) {
             ck_assert(cJSON_IsNull(cJSON_GetObjectItem(r[i], "train_loss")));
             ck_assert(cJSON_IsNull(cJSON_GetObjectItem(r[i], "lr")));
+            ck_exact(num(r[i], "train_loss_steps"), 0);
         } else { /* mean of the step losses since the previous record */
             double s = 0;
             for (int k = prev_step; k < steps[i]; k++) s += ref_loss[k];
             ck_exact(num(r[i], "train_loss"), s / (steps[i] - prev_step));
+            ck_exact(num(r[i], "train_loss_steps"), steps[i] - prev_step);
             ck_exact(num(r[i], "lr"), t.lr[steps[i]]);
         }
         ck_exact(el, t.eval_loss[steps[i]]);

@@ -609,7 +609,8 @@ INDUCT_API int induct_model_save(const induct_model *model, const char *path);
  * @param path The file.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
  *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
- * @since 0.1 Thread-safe (touches no shared state).
+ * @since 0.1 Several threads may load at once (each call has its own state; cJSON
+ *        records its last parse error in a global that libinduct never reads).
  */
 INDUCT_API int induct_model_load(induct_model **out, const char *path);
 
@@ -625,6 +626,8 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path);
  * batch `k` of a dataset is a pure function of `k`, the step counter.
  * Written atomically as induct_model_save().
  *
+ * @param opt  The optimizer (only read); its model's weights are saved with it.
+ * @param path Destination file; its directory must exist.
  * @return as induct_model_save().
  * @since 0.1 Reads the optimizer and its model: one thread per model.
  */
@@ -737,6 +740,8 @@ typedef struct induct_train_config {
 
 /**
  * @brief Write the defaults into a training config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_train_config)` as the caller compiled it.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
  *         struct or above 4096).
  * @since 0.1 Thread-safe.
@@ -814,9 +819,10 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  * ::INDUCT_OK. If the counter already equals or exceeds `steps`, nothing is trained
  * (a start-of-run evaluation at step 0 still happens when steps is 0).
  *
- * Every metric bit is checked before the first step: a metric not implemented yet
- * returns ::INDUCT_ENOTSUP naming it; one the dataset cannot provide returns
- * ::INDUCT_EINVAL. Files are not touched when the arguments are refused.
+ * Every metric bit is checked before the first step, whether or not an evaluation
+ * is scheduled: a metric not implemented yet returns ::INDUCT_ENOTSUP naming it; one
+ * the dataset cannot provide returns ::INDUCT_EINVAL. Files are not touched when the
+ * arguments are refused.
  *
  * @param opt The optimizer; its model is trained.
  * @param dataset Train split for steps, eval split for evaluation.
