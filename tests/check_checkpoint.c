@@ -669,6 +669,46 @@ START_TEST(test_io_errors) {
 }
 END_TEST
 
+/* Random corruption of header bytes and length: the loader never crashes or reads
+ * out of bounds (run under ASan/valgrind to see the latter) and answers OK or EFORMAT. */
+START_TEST(test_random_corruption) {
+    induct_model *m = saved_default();
+    blob b = slurp(path_a);
+    uint64_t n = le64(b.p);
+    uint64_t s = 99;
+    int ok = 0, bad = 0;
+    unsigned char *c = malloc(b.n);
+    for (int it = 0; it < 400; it++) {
+        memcpy(c, b.p, b.n);
+        int flips = 1 + (int)((s = s * 6364136223846793005ULL + 1442695040888963407ULL) >> 62);
+        for (int k = 0; k < flips; k++) {
+            s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t pos = (size_t)((s >> 20) % (8 + n)); /* length field or header */
+            c[pos] = (unsigned char)(s >> 8);
+        }
+        size_t len = b.n;
+        if (it % 7 == 0) len = (size_t)((s >> 24) % b.n); /* and some truncations */
+        spit(path_b, c, len);
+        induct_model *l = NULL;
+        int rc = induct_model_load(&l, path_b);
+        ck_assert_msg(rc == INDUCT_OK || rc == INDUCT_EFORMAT, "iteration %d: %s (%s)", it,
+                      induct_status_name(rc), induct_last_error_message());
+        if (rc == INDUCT_OK) {
+            ok++;
+            induct_model_free(l);
+        } else {
+            bad++;
+            ck_assert_ptr_null(l);
+        }
+    }
+    ck_assert_int_gt(bad, 300); /* most corruptions are caught */
+    free(c);
+    free(b.p);
+    induct_model_free(m);
+    teardown_dir();
+}
+END_TEST
+
 /* ---- atomic save ------------------------------------------------------------------ */
 
 START_TEST(test_atomic_save_killed_writer) {
@@ -748,6 +788,7 @@ int main(void) {
     tcase_add_test(tc, test_metadata);
     tcase_add_test(tc, test_non_finite);
     tcase_add_test(tc, test_io_errors);
+    tcase_add_test(tc, test_random_corruption);
     suite_add_tcase(s, tc);
     tc = tcase_create("atomic");
     tcase_add_test(tc, test_atomic_save_killed_writer);

@@ -6,6 +6,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +14,20 @@
 #include <unistd.h>
 
 #include "testutil.h"
+
+/* Frozen layouts of the issue-5 structs on LP64 (fields are only ever appended). */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(induct_train_config) == 88, "induct_train_config layout");
+_Static_assert(offsetof(induct_train_config, steps) == 8, "steps");
+_Static_assert(offsetof(induct_train_config, eval_every) == 24, "eval_every");
+_Static_assert(offsetof(induct_train_config, metrics_path) == 48, "metrics_path");
+_Static_assert(offsetof(induct_train_config, snapshot_path) == 72, "snapshot_path");
+_Static_assert(offsetof(induct_train_config, target_loss) == 80, "target_loss");
+_Static_assert(sizeof(induct_progress) == 88, "induct_progress layout");
+_Static_assert(offsetof(induct_progress, step) == 16, "step");
+_Static_assert(offsetof(induct_progress, loss) == 32, "loss");
+_Static_assert(offsetof(induct_progress, snapshot_path) == 80, "snapshot_path");
+#endif
 
 enum { BATCH = 4, SEQ = 8, EVAL_N = 6 };
 
@@ -121,6 +136,13 @@ static void assert_same(snap a, snap b) {
     ck_assert_msg(memcmp(a.w, b.w, a.n * sizeof *a.w) == 0, "weights differ");
 }
 
+/* assert_same, then release both copies */
+static void assert_same_free(snap a, snap b) {
+    assert_same(a, b);
+    free(a.w);
+    free(b.w);
+}
+
 static void base_config(induct_train_config *c, uint64_t steps) {
     ck_ok(induct_train_config_init(c, sizeof *c));
     c->steps = steps;
@@ -220,7 +242,7 @@ START_TEST(test_resume_bit_identical) {
     blob x = slurp(fa), y = slurp(fb);
     ck_assert_uint_eq(x.n, y.n);
     ck_assert_int_eq(memcmp(x.p, y.p, x.n), 0);
-    assert_same(weights(m), weights(m2));
+    assert_same_free(weights(m), weights(m2));
     double step;
     ck_ok(induct_optimizer_get(o2, INDUCT_OPT_STEP, &step));
     ck_exact(step, (double)N);
@@ -314,7 +336,9 @@ START_TEST(test_metrics_log) {
     snap ref = straight(0, 10, d, ref_loss);
     for (int i = 1; i <= 10; i++) ck_exact(t.loss[i], ref_loss[i - 1]);
     for (int i = 1; i <= 3; i++) ck_assert_double_eq_tol(t.lr[i], 0.01 * i / 3.0, 1e-15);
-    assert_same(weights(m), ref);
+    snap now = weights(m);
+    assert_same(now, ref);
+    free(now.w);
 
     /* the log: one JSON object per line, at steps 0 1 2 4 8 10 */
     cJSON *r[16];
