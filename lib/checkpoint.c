@@ -369,7 +369,7 @@ static int cmp_begin(const void *a, const void *b) {
     return 0;
 }
 
-#define FMT_FAIL(sf, ...) induct__fail(INDUCT_EFORMAT, __VA_ARGS__)
+#define FMT_FAIL(...) induct__fail(INDUCT_EFORMAT, __VA_ARGS__)
 
 /* Parse and validate one header entry. */
 static int parse_entry(const st_file *sf, const cJSON *item, st_entry *e) {
@@ -512,21 +512,21 @@ static int st_open(st_file *sf, const char *path) {
     int rc = INDUCT_OK;
     for (cJSON *it = sf->root->child; it && rc == INDUCT_OK; it = it->next) {
         if (!it->string) {
-            rc = FMT_FAIL(sf, "checkpoint '%s': a header entry has no name", path);
+            rc = FMT_FAIL("checkpoint '%s': a header entry has no name", path);
         } else if (!strcmp(it->string, "__metadata__")) {
-            if (sf->meta) rc = FMT_FAIL(sf, "checkpoint '%s': two \"__metadata__\" entries", path);
+            if (sf->meta) rc = FMT_FAIL("checkpoint '%s': two \"__metadata__\" entries", path);
             else if (!cJSON_IsObject(it))
-                rc = FMT_FAIL(sf, "checkpoint '%s': \"__metadata__\" is not an object", path);
+                rc = FMT_FAIL("checkpoint '%s': \"__metadata__\" is not an object", path);
             sf->meta = it;
             for (cJSON *kv = it->child; kv && rc == INDUCT_OK; kv = kv->next)
                 if (!cJSON_IsString(kv))
-                    rc = FMT_FAIL(sf, "checkpoint '%s': __metadata__ value of \"%s\" is not a "
+                    rc = FMT_FAIL("checkpoint '%s': __metadata__ value of \"%s\" is not a "
                                       "string",
                                   path, kv->string ? kv->string : "");
         } else {
             for (size_t j = 0; j < sf->n && rc == INDUCT_OK; j++)
                 if (!strcmp(sf->e[j].name, it->string))
-                    rc = FMT_FAIL(sf, "checkpoint '%s': tensor '%s' appears twice", path,
+                    rc = FMT_FAIL("checkpoint '%s': tensor '%s' appears twice", path,
                                   it->string);
             if (rc == INDUCT_OK) rc = parse_entry(sf, it, &sf->e[sf->n]);
             if (rc == INDUCT_OK) sf->n++;
@@ -541,11 +541,11 @@ static int st_open(st_file *sf, const char *path) {
         for (size_t i = 0; i < sf->n && rc == INDUCT_OK; i++) {
             const st_entry *e = order[i];
             if (e->begin < pos)
-                rc = FMT_FAIL(sf, "checkpoint '%s': tensors '%s' and '%s' overlap (bytes %llu.. of "
+                rc = FMT_FAIL("checkpoint '%s': tensors '%s' and '%s' overlap (bytes %llu.. of "
                                   "the data section)",
                               path, prev, e->name, (unsigned long long)e->begin);
             else if (e->begin > pos)
-                rc = FMT_FAIL(sf, "checkpoint '%s': bytes %llu..%llu of the data section belong "
+                rc = FMT_FAIL("checkpoint '%s': bytes %llu..%llu of the data section belong "
                                   "to no tensor (hole before '%s')",
                               path, (unsigned long long)pos, (unsigned long long)e->begin,
                               e->name);
@@ -553,7 +553,7 @@ static int st_open(st_file *sf, const char *path) {
             prev = e->name;
         }
         if (rc == INDUCT_OK && pos != sf->data_size)
-            rc = FMT_FAIL(sf, "checkpoint '%s': the data section has %llu bytes but the tensors "
+            rc = FMT_FAIL("checkpoint '%s': the data section has %llu bytes but the tensors "
                               "cover %llu (trailing bytes)",
                           path, (unsigned long long)sf->data_size, (unsigned long long)pos);
     }
@@ -565,11 +565,11 @@ static int st_open(st_file *sf, const char *path) {
             errno = 0;
             long v = strtol(fv->valuestring, &endp, 10);
             if (endp == fv->valuestring || *endp || errno || v < 1)
-                rc = FMT_FAIL(sf, "checkpoint '%s': __metadata__ format_version \"%s\" is not a "
+                rc = FMT_FAIL("checkpoint '%s': __metadata__ format_version \"%s\" is not a "
                                   "positive integer",
                               path, fv->valuestring);
             else if (v > INDUCT_CHECKPOINT_FORMAT_VERSION)
-                rc = FMT_FAIL(sf, "checkpoint '%s': format version %ld is newer than this library "
+                rc = FMT_FAIL("checkpoint '%s': format version %ld is newer than this library "
                                   "reads (%d, libinduct %s); upgrade libinduct",
                               path, v, INDUCT_CHECKPOINT_FORMAT_VERSION, INDUCT_VERSION_STRING);
         }

@@ -72,8 +72,11 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Take the model's interrupt flag into r->pending_interrupt (analysis entry points
- * clear the flag when they start, so it is collected before each of them). */
+/* Take the model's interrupt flag into r->pending_interrupt. The public analysis
+ * entry points clear the flag when they start, so it is collected right before each
+ * of them; an interrupt landing in the few instructions between this exchange and
+ * their clear is still lost (it only delays the stop to a later interrupt). When the
+ * analysis suite is wired in, call internal variants that leave the flag alone. */
 static void collect_interrupt(run *r) {
     if (atomic_exchange(&r->m->interrupt, 0)) r->pending_interrupt = 1;
 }
@@ -155,7 +158,8 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         }
     }
     /* icl_score: analysis suite (ICL paper, "Key Concepts"); not on this branch */
-    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) return not_yet("icl_score", INDUCT_TRAIN_METRIC_ICL_SCORE);
+    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE)
+        return not_yet("icl_score", INDUCT_TRAIN_METRIC_ICL_SCORE);
     /* loss_by_position: mean_b L_b[p], list of seq_len-1 values, nats */
     if (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION)
         return not_yet("loss_by_position", INDUCT_TRAIN_METRIC_LOSS_BY_POSITION);
@@ -172,7 +176,8 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         }
     }
     /* copying_score [n_layers][n_heads] */
-    if (want & INDUCT_TRAIN_METRIC_COPYING) return not_yet("copying_score", INDUCT_TRAIN_METRIC_COPYING);
+    if (want & INDUCT_TRAIN_METRIC_COPYING)
+        return not_yet("copying_score", INDUCT_TRAIN_METRIC_COPYING);
     /* kv_accuracy, kv_attention_on_answer: key-value retrieval datasets */
     if (want & INDUCT_TRAIN_METRIC_KV_ACCURACY)
         return not_yet("kv_accuracy", INDUCT_TRAIN_METRIC_KV_ACCURACY);
@@ -223,7 +228,8 @@ static int evaluate(run *r, double train_loss, uint64_t train_steps, double lr, 
     if (rc == INDUCT_OK) rc = eval_metrics(r, rec, eval_loss);
     if (rc == INDUCT_OK && r->mf) {
         char *line = cJSON_PrintUnformatted(rec);
-        if (!line) rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory printing a record");
+        if (!line)
+            rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory printing a record");
         else {
             if (fputs(line, r->mf) == EOF || fputc('\n', r->mf) == EOF || fflush(r->mf) != 0)
                 rc = induct__fail(INDUCT_EIO, "induct_train: cannot write the metrics log '%s': %s",

@@ -611,7 +611,8 @@ static void mut_meta_huge(cJSON *root) {
                               cJSON_CreateString("1000000"));
 }
 static void mut_duplicate(cJSON *root) {
-    cJSON_AddItemToObject(root, "embed.W_E", cJSON_Duplicate(cJSON_GetObjectItem(root, "embed.W_E"), 1));
+    cJSON_AddItemToObject(root, "embed.W_E",
+                          cJSON_Duplicate(cJSON_GetObjectItem(root, "embed.W_E"), 1));
 }
 
 START_TEST(test_metadata) {

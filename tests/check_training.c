@@ -367,7 +367,8 @@ START_TEST(test_metrics_log) {
         ck_exact(el, t.eval_loss[steps[i]]);
         prev_step = steps[i];
         for (int k = 0; k < 2; k++) {
-            const cJSON *a = cJSON_GetObjectItem(r[i], k ? "induction_score" : "previous_token_score");
+            const cJSON *a =
+                cJSON_GetObjectItem(r[i], k ? "induction_score" : "previous_token_score");
             ck_assert(cJSON_IsArray(a));
             ck_assert_int_eq(cJSON_GetArraySize(a), (int)L);
             for (const cJSON *row = a->child; row; row = row->next) {
@@ -390,12 +391,14 @@ START_TEST(test_metrics_log) {
     const cJSON *ind = cJSON_GetObjectItem(r[5], "induction_score");
     for (uint32_t l = 0; l < L; l++)
         for (uint32_t h = 0; h < H; h++)
-            ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(ind, (int)l), (int)h)->valuedouble,
-                     sc[l * H + h]);
+            ck_exact(
+                (float)cJSON_GetArrayItem(cJSON_GetArrayItem(ind, (int)l), (int)h)->valuedouble,
+                sc[l * H + h]);
     ck_ok(induct_analysis_previous_token_score(m, d, EVAL_N, SEQ, sc, 4, &len));
     const cJSON *pt = cJSON_GetObjectItem(r[5], "previous_token_score");
     for (uint32_t k = 0; k < L * H; k++)
-        ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(pt, (int)(k / H)), (int)(k % H))->valuedouble,
+        ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(pt, (int)(k / H)), (int)(k % H))
+                     ->valuedouble,
                  sc[k]);
     for (int i = 0; i < n; i++) cJSON_Delete(r[i]);
 
@@ -643,7 +646,8 @@ START_TEST(test_target_loss) {
 }
 END_TEST
 
-/* ---- refused arguments ------------------------------------------------------------------------- */
+/* ---- refused arguments -------------------------------------------------------------------------
+ */
 
 START_TEST(test_refusals) {
     setup_dir();
