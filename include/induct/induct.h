@@ -732,6 +732,298 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
 
 /* ---- training driver, metrics, checkpoints (issue 5) ------------------- */
 
+/** @defgroup checkpoint Checkpoints (safetensors)
+ *  Files in the safetensors format with TransformerLens tensor names; the layout,
+ *  the metadata keys and every validation rule are in docs/checkpoint-format.md.
+ *  @{ */
+
+/** Version of the checkpoint layout this library writes and the newest it reads
+ *  (`__metadata__["format_version"]`). A file stating a larger value is refused.
+ *  @since 0.1 */
+#define INDUCT_CHECKPOINT_FORMAT_VERSION 1
+
+/**
+ * @brief Save the model's config and weights as a safetensors file.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON header (padded with
+ * spaces to a multiple of 8), then the raw little-endian F32 data of every tensor in
+ * storage order (induct_model_tensor_info()), contiguous, without holes. Tensor names
+ * and shapes are TransformerLens' (see induct_model_tensor_info(); the smeared-key α
+ * is `blocks.{l}.attn.smear_alpha [n_heads]`). `__metadata__` holds the config, the
+ * library version and ::INDUCT_CHECKPOINT_FORMAT_VERSION, all as strings.
+ *
+ * The write is atomic: the data go to a temporary file `<path>.tmp.<pid>.<n>` in the
+ * same directory, which is flushed, fsync'ed and renamed over `path` (the directory is
+ * then fsync'ed, best effort). A process killed during the save leaves the previous
+ * file at `path` intact (and may leave the temporary file behind).
+ *
+ * @param model The model (only read).
+ * @param path  Destination file, UTF-8 / native encoding. Its directory must exist.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument, empty path); ::INDUCT_EIO (any
+ *         create, write, flush, sync or rename failure; the message names the file and
+ *         the system error; `path` is untouched); ::INDUCT_ENOMEM.
+ * @since 0.1 Reads the model: one thread per model.
+ */
+INDUCT_API int induct_model_save(const induct_model *model, const char *path);
+
+/**
+ * @brief Load a model (config and weights) from a safetensors file.
+ *
+ * Accepts files written by induct_model_save() and induct_optimizer_save(), and
+ * safetensors files written by other tools (PyTorch, NumPy) that use the TL names.
+ * The config comes from `__metadata__`; keys it lacks are inferred from the tensor
+ * shapes where possible (docs/checkpoint-format.md lists which). Validation, each
+ * failure being ::INDUCT_EFORMAT with a message naming the tensor or key: the header
+ * length fits in the file; the header is a JSON object; every entry has a known
+ * dtype, a shape and `data_offsets` whose span equals the shape's byte size; entries
+ * lie inside the data section, do not overlap and leave no holes, and the data
+ * section ends exactly at the end of the file; every tensor the config needs exists
+ * with dtype F32 and exactly its TL shape, and holds finite values; any other tensor
+ * is refused unless its name starts with `optimizer.` (optimizer state, read by
+ * induct_optimizer_load()); a `format_version` above ::INDUCT_CHECKPOINT_FORMAT_VERSION
+ * is refused. Nothing is read past the end of the file, and no buffer larger than the
+ * file's data section is allocated for a model.
+ *
+ * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
+ *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
+ * @since 0.1 Several threads may load at once (each call has its own state; cJSON
+ *        records its last parse error in a global that libinduct never reads).
+ */
+INDUCT_API int induct_model_load(induct_model **out, const char *path);
+
+/**
+ * @brief Save a complete resume point: the optimizer's model (as induct_model_save())
+ * plus the optimizer state in the same file.
+ *
+ * Extra tensors: `optimizer.m.<name>` (AdamW first moment / SGD momentum buffer) for
+ * every parameter tensor `<name>`, and `optimizer.v.<name>` (AdamW second moment; AdamW
+ * only), F32, same shape as the parameter. Extra metadata: `optimizer` ("adamw" or
+ * "sgd"), `optimizer.step` and every ::induct_opt_param value (doubles printed with 17
+ * significant digits, so they read back bit-identically). Data order needs no state:
+ * batch `k` of a dataset is a pure function of `k`, the step counter.
+ * Written atomically as induct_model_save().
+ *
+ * @param opt  The optimizer (only read); its model's weights are saved with it.
+ * @param path Destination file; its directory must exist.
+ * @return as induct_model_save().
+ * @since 0.1 Reads the optimizer and its model: one thread per model.
+ */
+INDUCT_API int induct_optimizer_save(const induct_optimizer *opt, const char *path);
+
+/**
+ * @brief Create an optimizer for `model` from the optimizer state in a file written by
+ * induct_optimizer_save(): kind, step counter, every parameter and the moments.
+ *
+ * The model's weights are not touched: load them with induct_model_load() from the
+ * same file. Validation as induct_model_load(), plus: the optimizer metadata keys are
+ * present and in range; `optimizer.m.<name>` (and `optimizer.v.<name>` for AdamW)
+ * exist for every parameter tensor of `model`, with dtype F32 and that tensor's shape;
+ * any other `optimizer.` tensor is refused. Tensors without the prefix are validated
+ * as entries (offsets, dtype, size) but not compared with `model`.
+ *
+ * @param[out] out The new optimizer (holding a reference to `model`); NULL on failure.
+ * @param model The model it will update.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO; ::INDUCT_EFORMAT
+ *         (see above; also a file without optimizer state); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model,
+                                     const char *path);
+/** @} */
+
+/** @defgroup train Training driver and metrics log
+ *  induct_train() runs many steps with evaluation, a JSON Lines metrics log,
+ *  snapshots and a progress callback. See docs/training.md.
+ *  @{ */
+
+/** Metric: mean per-token loss over the evaluation set (nats). JSON key
+ *  `eval_loss`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_LOSS 0x001u
+/** Metric: in-context learning score, loss of the 500th minus the 50th token
+ *  (ICL paper, "Key Concepts"; nats). JSON key `icl_score`. Not available yet:
+ *  requesting it returns ::INDUCT_ENOTSUP. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_ICL_SCORE 0x002u
+/** Metric: loss by position, `mean_b L_b[p]` for p = 0 … seq_len−2 (nats). JSON key
+ *  `loss_by_position`, a list. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_LOSS_BY_POSITION 0x004u
+/** Metric: prefix-matching score per head (ICL paper, Appendix), `[n_layers][n_heads]`.
+ *  JSON key `prefix_matching_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_PREFIX_MATCHING 0x008u
+/** Metric: previous-token score per head, induct_analysis_previous_token_score() on
+ *  the evaluation set, `[n_layers][n_heads]`, in [0, 1]. JSON key
+ *  `previous_token_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN 0x010u
+/** Metric: copying score per head (ICL paper, Appendix), `[n_layers][n_heads]`. JSON
+ *  key `copying_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_COPYING 0x020u
+/** Metric: accuracy of the answer token on the key–value retrieval task (fraction).
+ *  JSON key `kv_accuracy`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_KV_ACCURACY 0x040u
+/** Metric: attention on the answer position per head on the key–value task,
+ *  `[n_layers][n_heads]`. JSON key `kv_attention_on_answer`. Not available yet
+ *  (::INDUCT_ENOTSUP). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_KV_ATTENTION 0x080u
+/** Metric: seed 003's induction score per head, induct_analysis_induction_score() on
+ *  the evaluation set (needs a repeated-random-token dataset without BOS),
+ *  `[n_layers][n_heads]`, in [0, 1]. JSON key `induction_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_INDUCTION_SCORE 0x100u
+
+/**
+ * @brief Settings of one induct_train() call. Size-prefixed: set
+ * `size = sizeof(induct_train_config)` (induct_train_config_init() does); fields are
+ * only ever appended. Strings are borrowed for the duration of the call only.
+ *
+ * Schedules (evaluation and snapshots alike) are points of the optimizer's step
+ * counter s: every multiple of `*_every` (when non-zero) and every power of two when
+ * `*_log2` is 1 (1, 2, 4, 8, … as the ICL paper's log-spaced snapshots). A point is
+ * taken when the counter reaches it during the call, and at s = 0 when the call starts
+ * from step 0 (the initialisation). Evaluation also runs once at the final step.
+ * @since 0.1
+ */
+typedef struct induct_train_config {
+    size_t size;               /**< `sizeof(induct_train_config)` as the caller compiled it. */
+    uint64_t steps;            /**< Train until the optimizer's step counter equals this
+                                    (an absolute target, so a resumed run uses the same
+                                    value). Default 1000. */
+    uint32_t batch;            /**< Sequences per step, ≥ 1. Default 32. */
+    uint32_t seq_len;          /**< Tokens per sequence, 2 … n_ctx; 0 means n_ctx. Default 0. */
+    uint64_t eval_every;       /**< Evaluate every this many steps; 0 = never (unless
+                                    `eval_log2`). Default 0. */
+    uint32_t eval_log2;        /**< 1: also evaluate at every power of two. Default 0. */
+    uint32_t eval_batch;       /**< Sequences in the evaluation set: batch 0 of the
+                                    dataset's eval split, the same for every evaluation.
+                                    Default 64. */
+    uint32_t metrics;          /**< Bit set of `INDUCT_TRAIN_METRIC_*`. Default
+                                    ::INDUCT_TRAIN_METRIC_LOSS. */
+    uint32_t metrics_append;   /**< 1: append to `metrics_path`; 0: truncate it first. Default 0. */
+    const char *metrics_path;  /**< JSON Lines file, one record per evaluation, or NULL for
+                                    none. Keys and units: docs/training.md. Default NULL. */
+    uint64_t snapshot_every;   /**< Snapshot every this many steps; 0 = never (unless
+                                    `snapshot_log2`). Default 0. */
+    uint32_t snapshot_log2;    /**< 1: also snapshot at every power of two. Default 0. */
+    uint32_t snapshot_optimizer; /**< 1: snapshot files hold the optimizer state too
+                                    (induct_optimizer_save(), resumable); 0: weights only
+                                    (induct_model_save()). Default 1. */
+    const char *snapshot_path; /**< Path template of snapshot files; every `{step}` is replaced
+                                    by the step counter in decimal. NULL: no file, the
+                                    callback still receives ::INDUCT_TRAIN_EVENT_SNAPSHOT.
+                                    Default NULL. */
+    double target_loss;        /**< Stop condition: end the run (returning ::INDUCT_OK) after an
+                                    evaluation whose `eval_loss` is ≤ this (nats). 0 = off;
+                                    needs ::INDUCT_TRAIN_METRIC_LOSS and an evaluation
+                                    schedule. Default 0. */
+} induct_train_config;
+
+/**
+ * @brief Write the defaults into a training config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_train_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *         struct or above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_train_config_init(induct_train_config *cfg, size_t size);
+
+/** Event bit of ::induct_progress: a training step completed. @since 0.1 */
+#define INDUCT_TRAIN_EVENT_STEP 0x01u
+/** Event bit: an evaluation ran (its record is in the metrics log). @since 0.1 */
+#define INDUCT_TRAIN_EVENT_EVAL 0x02u
+/** Event bit: a snapshot point (the file, if any, is written). @since 0.1 */
+#define INDUCT_TRAIN_EVENT_SNAPSHOT 0x04u
+/** Event bit: the run ends after this callback (target step or target loss reached).
+ *  @since 0.1 */
+#define INDUCT_TRAIN_EVENT_DONE 0x08u
+/** Event bit: the run ends because `eval_loss` ≤ `target_loss`. @since 0.1 */
+#define INDUCT_TRAIN_EVENT_TARGET 0x10u
+
+/**
+ * @brief What the progress callback receives. Filled by the library; read only the
+ * fields that fit in `size` (a newer library may append fields).
+ * @since 0.1
+ */
+typedef struct induct_progress {
+    size_t size;              /**< `sizeof(induct_progress)` of the library. */
+    uint32_t events;          /**< Bit set of `INDUCT_TRAIN_EVENT_*`. */
+    uint32_t reserved0;       /**< 0. */
+    uint64_t step;            /**< The optimizer's step counter now. */
+    uint64_t steps;           /**< The target step counter (the config's `steps`). */
+    double loss;              /**< Training loss of the step just taken (nats); NaN without
+                                   ::INDUCT_TRAIN_EVENT_STEP. */
+    double lr;                /**< Learning rate that step used; NaN without a step. */
+    double tokens_per_second; /**< Training tokens (batch × seq_len per step) per second of
+                                   time spent in training steps during this call. */
+    double elapsed_seconds;   /**< Wall time since the call started (steps, evaluation,
+                                   snapshots). */
+    double eta_seconds;       /**< Estimated wall time to the target step at the average
+                                   pace of this call so far (evaluation included). */
+    double eval_loss;         /**< `eval_loss` of this event's evaluation (nats); NaN without
+                                   ::INDUCT_TRAIN_EVENT_EVAL or without the loss metric. */
+    const char *snapshot_path;/**< File written at this snapshot, or NULL. Valid during
+                                   the callback only. */
+} induct_progress;
+
+/**
+ * @brief Progress callback: called on the thread that called induct_train(), after
+ * every step and at every evaluation or snapshot point. It may read the model (save
+ * it, run analyses, call induct_model_interrupt()) but must not free the model,
+ * optimizer or dataset, nor change the weights.
+ * @param progress Valid during the call only.
+ * @param user_data The pointer given to induct_train().
+ * @return 0 to continue; non-zero to stop the run before the next step
+ *         (induct_train() then returns ::INDUCT_EINTERRUPTED).
+ * @since 0.1
+ */
+typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_data);
+
+/**
+ * @brief Train the optimizer's model on `dataset` until the step counter reaches
+ * `cfg->steps`, evaluating, logging and snapshotting on the config's schedule.
+ *
+ * Each step is induct_train_step(): batch number s (the step counter) of the train
+ * split, so data order follows the counter and a resumed run (induct_model_load() +
+ * induct_optimizer_load() from an induct_optimizer_save() file) continues
+ * bit-identically. At each point of the evaluation schedule the requested metrics
+ * are computed on the evaluation set (batch 0 of the eval split, `eval_batch` ×
+ * `seq_len`), appended as one JSON object per line to `metrics_path` (flushed after
+ * every line) and reported to the callback. Evaluation and snapshots do not change
+ * the weights or the optimizer.
+ *
+ * Stopping: the callback's non-zero return or induct_model_interrupt() (any thread)
+ * stops the run between steps with ::INDUCT_EINTERRUPTED; the weights, moments and
+ * step counter are then exactly those after the last completed step. The model's
+ * interrupt flag is cleared when the call starts. `target_loss` ends the run with
+ * ::INDUCT_OK. If the counter already equals or exceeds `steps`, nothing is trained
+ * (a start-of-run evaluation at step 0 still happens when steps is 0).
+ *
+ * Every metric bit is checked before the first step, whether or not an evaluation
+ * is scheduled: a metric not implemented yet returns ::INDUCT_ENOTSUP naming it; one
+ * the dataset cannot provide returns ::INDUCT_EINVAL. Files are not touched when the
+ * arguments are refused.
+ *
+ * @param opt The optimizer; its model is trained.
+ * @param dataset Train split for steps, eval split for evaluation.
+ * @param cfg Settings (copied at the start; NULL is refused).
+ * @param progress Callback or NULL.
+ * @param user_data Passed to `progress`.
+ * @return ::INDUCT_OK (target step or target loss reached); ::INDUCT_EINTERRUPTED;
+ *         ::INDUCT_EINVAL (NULL, batch 0, seq_len 1, eval_batch 0 with evaluation on,
+ *         unknown metric bits, a target without loss evaluation, a dataset vocabulary
+ *         above the model's, a metric the dataset cannot provide, an eval split that
+ *         cannot hold the evaluation set); ::INDUCT_ERANGE (seq_len > n_ctx, a dataset
+ *         that cannot produce sequences of seq_len); ::INDUCT_ENOTSUP (metric not
+ *         available); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
+ *         file); ::INDUCT_ENUMERIC (non-finite loss or gradient; the failed step left
+ *         the weights unchanged); ::INDUCT_ENOMEM.
+ * @since 0.1 Uses the model: one thread per model, except induct_model_interrupt().
+ */
+INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset,
+                            const induct_train_config *cfg, induct_progress_fn progress,
+                            void *user_data);
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif
