@@ -14,17 +14,25 @@ static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, 
     INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
                    "analysis: dataset vocabulary %u exceeds the model's d_vocab %u", d->d_vocab,
                    m->cfg.d_vocab);
-    size_t n;
-    INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n), INDUCT_ELIMIT, "analysis: size overflow");
+    INDUCT_FAIL_IF(T < 2, INDUCT_EINVAL, "analysis: seq_len must be >= 2 (got %u)", T);
+    INDUCT_FAIL_IF(T > m->cfg.n_ctx, INDUCT_ERANGE, "analysis: seq_len %u exceeds the model's "
+                   "n_ctx %u", T, m->cfg.n_ctx);
+    size_t n, bytes;
+    INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n) || !induct__mul(n + n_seq, sizeof(int32_t), &bytes),
+                   INDUCT_ELIMIT, "analysis: %u sequences of %u tokens overflow size_t", n_seq, T);
+    /* the forward pass must fit before the tokens are generated */
+    INDUCT_TRY(induct__model_check_workspace(m, n_seq, T, bytes));
     int32_t *t = malloc(n * sizeof *t), *mt = malloc((size_t)n_seq * sizeof *mt);
     if (!t || !mt) {
         free(t);
         free(mt);
         return induct__fail(INDUCT_ENOMEM, "analysis: out of memory");
     }
+    induct__model_held(m, bytes, 0); /* the tokens count while the forward pass runs */
     int rc = induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, n_seq, T, t, n, mt, n_seq);
     if (rc == INDUCT_OK) rc = induct__model_validate_tokens(m, t, n_seq, T);
     if (rc == INDUCT_OK) rc = induct__forward(m, t, n_seq, T, NULL);
+    induct__model_held(m, 0, bytes);
     if (rc != INDUCT_OK) {
         free(t);
         free(mt);

@@ -20,7 +20,10 @@
 #include "induct_internal.h"
 #include "numtext.h"
 
-#define ST_HEADER_MAX ((uint64_t)100 << 20) /* as the safetensors reference reader */
+/* The safetensors reference reader allows 100 MB; cJSON's parse tree can take 40 times
+ * the header's size (a header of "[0,0,…]"), so libinduct stops at 16 MiB (about
+ * 180 000 tensor entries): a hostile header costs at most ~640 MiB while parsed. */
+#define ST_HEADER_MAX ((uint64_t)16 << 20)
 #define ST_NDIM_MAX 8
 #define OPT_PREFIX "optimizer."
 
@@ -332,12 +335,14 @@ typedef struct st_file {
     cJSON *meta; /* may be NULL */
     st_entry *e;
     size_t n;
+    st_entry **by_name; /* the entries sorted by name (binary search; duplicates adjacent) */
 } st_file;
 
 static void st_close(st_file *sf) {
     if (sf->f) fclose(sf->f);
     cJSON_Delete(sf->root);
     free(sf->e);
+    free(sf->by_name);
     memset(sf, 0, sizeof *sf);
 }
 
@@ -426,23 +431,14 @@ static int parse_entry(const st_file *sf, const cJSON *item, st_entry *e) {
     return INDUCT_OK;
 }
 
-/* Open a safetensors file and validate its structure (not yet its meaning). */
-static int st_open(st_file *sf, const char *path) {
-    char eb[128];
-    memset(sf, 0, sizeof *sf);
-    sf->path = path;
-    sf->f = fopen(path, "rb");
-    if (!sf->f) {
-        int e = errno;
-        return induct__fail(INDUCT_EIO, "checkpoint '%s': cannot open: %s", path,
-                            errstr(e, eb, sizeof eb));
-    }
-    struct stat st;
-    if (fstat(fileno(sf->f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        st_close(sf);
-        return induct__fail(INDUCT_EIO, "checkpoint '%s': not a regular file", path);
-    }
-    uint64_t fsize = (uint64_t)st.st_size;
+static int cmp_name(const void *a, const void *b) {
+    return strcmp((*(const st_entry *const *)a)->name, (*(const st_entry *const *)b)->name);
+}
+
+/* Validate the structure (not yet the meaning) of the safetensors stream sf->f of
+ * `fsize` bytes, positioned at its start. Closes sf on failure. */
+static int st_parse(st_file *sf, uint64_t fsize) {
+    const char *path = sf->path;
     unsigned char lenb[8];
     if (fsize < 8 || fread(lenb, 1, 8, sf->f) != 8) {
         st_close(sf);
@@ -524,13 +520,23 @@ static int st_open(st_file *sf, const char *path) {
                                       "string",
                                   path, kv->string ? kv->string : "");
         } else {
-            for (size_t j = 0; j < sf->n && rc == INDUCT_OK; j++)
-                if (!strcmp(sf->e[j].name, it->string))
-                    rc = FMT_FAIL("checkpoint '%s': tensor '%s' appears twice", path,
-                                  it->string);
-            if (rc == INDUCT_OK) rc = parse_entry(sf, it, &sf->e[sf->n]);
+            rc = parse_entry(sf, it, &sf->e[sf->n]);
             if (rc == INDUCT_OK) sf->n++;
         }
+    }
+    /* names: sorted once (O(n log n), also for hostile headers of many entries);
+     * a duplicate is then a neighbour */
+    if (rc == INDUCT_OK) {
+        sf->by_name = calloc(sf->n ? sf->n : 1, sizeof *sf->by_name);
+        if (!sf->by_name) rc = induct__fail(INDUCT_ENOMEM, "checkpoint '%s': out of memory", path);
+    }
+    if (rc == INDUCT_OK) {
+        for (size_t i = 0; i < sf->n; i++) sf->by_name[i] = &sf->e[i];
+        qsort(sf->by_name, sf->n, sizeof *sf->by_name, cmp_name);
+        for (size_t i = 1; i < sf->n && rc == INDUCT_OK; i++)
+            if (!strcmp(sf->by_name[i - 1]->name, sf->by_name[i]->name))
+                rc = FMT_FAIL("checkpoint '%s': tensor '%s' appears twice", path,
+                              sf->by_name[i]->name);
     }
     /* coverage: sorted by offset, the entries tile [0, data_size) exactly */
     if (rc == INDUCT_OK) {
@@ -578,9 +584,47 @@ static int st_open(st_file *sf, const char *path) {
     return rc;
 }
 
+/* Open a safetensors file and validate its structure (not yet its meaning). */
+static int st_open(st_file *sf, const char *path) {
+    char eb[128];
+    memset(sf, 0, sizeof *sf);
+    sf->path = path;
+    sf->f = fopen(path, "rb");
+    if (!sf->f) {
+        int e = errno;
+        return induct__fail(INDUCT_EIO, "checkpoint '%s': cannot open: %s", path,
+                            errstr(e, eb, sizeof eb));
+    }
+    struct stat st;
+    if (fstat(fileno(sf->f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        st_close(sf);
+        return induct__fail(INDUCT_EIO, "checkpoint '%s': not a regular file", path);
+    }
+    return st_parse(sf, (uint64_t)st.st_size);
+}
+
+/* The same over `len` bytes in memory (fuzzing, tests): a read-only stream, so that
+ * every check and every read is the file path's. */
+static int st_open_mem(st_file *sf, const void *data, size_t len) {
+    memset(sf, 0, sizeof *sf);
+    sf->path = "<memory>";
+    INDUCT_FAIL_IF(!data && len, INDUCT_EINVAL, "checkpoint: NULL buffer");
+    if (len) { /* st_parse refuses fewer than 8 bytes before reading */
+        sf->f = fmemopen((void *)(uintptr_t)data, len, "rb");
+        INDUCT_FAIL_IF(!sf->f, INDUCT_ENOMEM, "checkpoint: cannot open a memory stream");
+    }
+    return st_parse(sf, (uint64_t)len);
+}
+
 static const st_entry *st_find(const st_file *sf, const char *name) {
-    for (size_t i = 0; i < sf->n; i++)
-        if (!strcmp(sf->e[i].name, name)) return &sf->e[i];
+    size_t lo = 0, hi = sf->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(sf->by_name[mid]->name, name);
+        if (c == 0) return sf->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 
@@ -802,12 +846,35 @@ static int config_from_file(const st_file *sf, induct_model_config *c) {
 
 /* ---- public loaders ------------------------------------------------------------ */
 
-INDUCT_API int induct_model_load(induct_model **out, const char *path) {
-    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_model_load: out is NULL");
-    *out = NULL;
-    INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_model_load: path is NULL");
-    st_file sf;
-    INDUCT_TRY(st_open(&sf, path));
+/* The model's tensor names, sorted: membership tests in O(log n) for every entry of a
+ * header (a linear search per entry would be quadratic in a hostile header). */
+static int cmp_tensor_name(const void *a, const void *b) {
+    return strcmp(((const induct__tensor *const *)a)[0]->name,
+                  ((const induct__tensor *const *)b)[0]->name);
+}
+static const induct__tensor **sorted_tensors(const induct_model *m) {
+    const induct__tensor **v = calloc(m->n_tensors ? m->n_tensors : 1, sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < m->n_tensors; i++) v[i] = &m->tensors[i];
+    qsort(v, m->n_tensors, sizeof *v, cmp_tensor_name);
+    return v;
+}
+static int has_tensor(const induct__tensor **v, size_t n, const char *name) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(v[mid]->name, name);
+        if (c == 0) return 1;
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return 0;
+}
+
+/* induct_model_load() on an opened file; closes it. */
+static int model_load(induct_model **out, st_file *sf_) {
+    st_file sf = *sf_;
+    const char *path = sf.path;
     induct_model_config c;
     int rc = config_from_file(&sf, &c);
     induct_model *m = NULL;
@@ -832,15 +899,19 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path) {
             rc = st_read(&sf, e, m->params + m->tensors[i].offset, m->tensors[i].numel);
     }
     /* nothing else, except optimizer state */
+    const induct__tensor **names = NULL;
+    if (rc == INDUCT_OK && !(names = sorted_tensors(m)))
+        rc = induct__fail(INDUCT_ENOMEM, "checkpoint '%s': out of memory", path);
     for (size_t i = 0; rc == INDUCT_OK && i < sf.n; i++) {
         const char *nm = sf.e[i].name;
         if (strncmp(nm, OPT_PREFIX, strlen(OPT_PREFIX)) == 0) continue;
-        if (!induct__model_find(m, nm))
+        if (!has_tensor(names, m->n_tensors, nm))
             rc = induct__fail(INDUCT_EFORMAT,
                               "checkpoint '%s': unknown tensor '%s' (not a parameter of the "
                               "model the metadata describes)",
                               path, nm);
     }
+    free(names);
     st_close(&sf);
     if (rc != INDUCT_OK) {
         induct_model_free(m);
@@ -850,12 +921,27 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path) {
     return INDUCT_OK;
 }
 
-INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *m, const char *path) {
-    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_optimizer_load: out is NULL");
+INDUCT_API int induct_model_load(induct_model **out, const char *path) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_model_load: out is NULL");
     *out = NULL;
-    INDUCT_FAIL_IF(!m || !path, INDUCT_EINVAL, "induct_optimizer_load: NULL argument");
+    INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_model_load: path is NULL");
     st_file sf;
     INDUCT_TRY(st_open(&sf, path));
+    return model_load(out, &sf);
+}
+
+int induct__model_load_mem(induct_model **out, const void *data, size_t len) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct__model_load_mem: out is NULL");
+    *out = NULL;
+    st_file sf;
+    INDUCT_TRY(st_open_mem(&sf, data, len));
+    return model_load(out, &sf);
+}
+
+/* induct_optimizer_load() on an opened file; closes it. */
+static int optimizer_load(induct_optimizer **out, induct_model *m, st_file *sf_) {
+    st_file sf = *sf_;
+    const char *path = sf.path;
     int rc = INDUCT_OK;
     const char *kind = st_meta(&sf, "optimizer");
     uint32_t k = 0;
@@ -904,18 +990,22 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *m, co
             if (rc == INDUCT_OK) rc = st_read(&sf, e, (pass ? o->m2 : o->m1) + t->offset, t->numel);
         }
     /* no optimizer tensor that this model and kind do not explain */
+    const induct__tensor **names = NULL;
+    if (rc == INDUCT_OK && !(names = sorted_tensors(m)))
+        rc = induct__fail(INDUCT_ENOMEM, "checkpoint '%s': out of memory", path);
     for (size_t i = 0; rc == INDUCT_OK && i < sf.n; i++) {
         const char *nm = sf.e[i].name;
         size_t pl = strlen(OPT_PREFIX);
         if (strncmp(nm, OPT_PREFIX, pl) != 0) continue;
         int known = (nm[pl] == 'm' || (nm[pl] == 'v' && npass == 2)) && nm[pl + 1] == '.' &&
-                    induct__model_find(m, nm + pl + 2) != NULL;
+                    has_tensor(names, m->n_tensors, nm + pl + 2);
         if (!known)
             rc = induct__fail(INDUCT_EFORMAT,
                               "checkpoint '%s': unknown tensor '%s' (no such optimizer state for "
                               "this model and optimizer kind)",
                               path, nm);
     }
+    free(names);
     st_close(&sf);
     if (rc != INDUCT_OK) {
         induct_optimizer_free(o);
@@ -923,4 +1013,23 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *m, co
     }
     *out = o;
     return INDUCT_OK;
+}
+
+INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *m, const char *path) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_optimizer_load: out is NULL");
+    *out = NULL;
+    INDUCT_FAIL_IF(!m || !path, INDUCT_EINVAL, "induct_optimizer_load: NULL argument");
+    st_file sf;
+    INDUCT_TRY(st_open(&sf, path));
+    return optimizer_load(out, m, &sf);
+}
+
+int induct__optimizer_load_mem(induct_optimizer **out, induct_model *m, const void *data,
+                               size_t len) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct__optimizer_load_mem: out is NULL");
+    *out = NULL;
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct__optimizer_load_mem: model is NULL");
+    st_file sf;
+    INDUCT_TRY(st_open_mem(&sf, data, len));
+    return optimizer_load(out, m, &sf);
 }

@@ -142,26 +142,47 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
     induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, 1.0f, dx, D);
 }
 
+#define WS_FLOATS_MAX ((size_t)1 << 36)
+
+/* Lay out (B, T) and check the fixed limit; the cached shape is forgotten first. */
+static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {
+    /* layout() rewrites every activation offset: from here on the offsets describe
+     * (B, T), not the cached shape, so the cached shape is forgotten (else the next
+     * call with the old shape would use the new offsets) */
+    m->ws_B = m->ws_T = 0;
+    *need = layout(m, B, T);
+    INDUCT_FAIL_IF(*need == 0, INDUCT_ELIMIT,
+                   "workspace for batch %u x seq_len %u overflows size_t", B, T);
+    INDUCT_FAIL_IF(*need > WS_FLOATS_MAX, INDUCT_ELIMIT,
+                   "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
+                   *need);
+    return INDUCT_OK;
+}
+
+int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra) {
+    size_t need;
+    INDUCT_TRY(ws_need(m, B, T, &need));
+    uint64_t grow = need > m->ws_cap ? (uint64_t)(need - m->ws_cap) * sizeof(float) : 0;
+    return induct__model_reserve(m, grow + extra, 0, "the activation workspace");
+}
+
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
-    /* layout() rewrites every activation offset: from here on the offsets describe
-     * (B, T), not the cached shape, so a failure must forget the cached shape too
-     * (else the next call with the old shape would use the new offsets). */
-    m->ws_B = m->ws_T = 0;
-    size_t need = layout(m, B, T);
-    INDUCT_FAIL_IF(need == 0, INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u overflows size_t", B, T);
-    INDUCT_FAIL_IF(need > ((size_t)1 << 36), INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
-                   need);
+    size_t need;
+    INDUCT_TRY(ws_need(m, B, T, &need));
     if (need > m->ws_cap) {
-        float *w = malloc(need * sizeof(float));
-        if (!w) {
-            return induct__fail(INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
-        }
+        uint64_t old = (uint64_t)m->ws_cap * sizeof(float), want = (uint64_t)need * sizeof(float);
+        INDUCT_TRY(induct__model_reserve(m, want, old, "the activation workspace"));
+        /* the old workspace goes first, so the peak is the new size only */
         free(m->ws);
+        m->ws = NULL;
+        m->ws_cap = 0;
+        induct__model_held(m, 0, old);
+        float *w = malloc(need * sizeof(float));
+        INDUCT_FAIL_IF(!w, INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
         m->ws = w;
         m->ws_cap = need;
+        induct__model_held(m, want, 0);
     }
     m->ws_B = B;
     m->ws_T = T;
@@ -321,7 +342,10 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
                                     float *losses_out, size_t losses_cap, double *mean_loss_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_forward: model is NULL");
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    size_t n_logits = (size_t)B * T * m->cfg.d_vocab, n_losses = (size_t)B * (T - 1);
+    size_t n_logits, n_losses = (size_t)B * (T - 1); /* < 2^64: B, T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
+                   "induct_model_forward: batch %u x seq_len %u x d_vocab %u logits overflow "
+                   "size_t", B, T, m->cfg.d_vocab);
     INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
                    "induct_model_forward: logits need %zu floats, buffer holds %zu", n_logits,
                    logits_cap);
@@ -351,7 +375,10 @@ INDUCT_API int induct_model_attention(induct_model *m, const int32_t *tokens, ui
                                       float *out, size_t out_cap, size_t *out_len) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_attention: model is NULL");
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, 1, T));
-    size_t per = (size_t)T * T, need = (size_t)m->cfg.n_layers * m->cfg.n_heads * per;
+    size_t per = (size_t)T * T, need; /* T*T < 2^64: T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul((size_t)m->cfg.n_layers * m->cfg.n_heads, per, &need),
+                   INDUCT_ELIMIT, "induct_model_attention: n_layers x n_heads x seq_len^2 "
+                   "overflows size_t");
     if (out_len) *out_len = need;
     INDUCT_FAIL_IF(!out || out_cap < need, INDUCT_EBUFSIZE,
                    "induct_model_attention: needs %zu floats, buffer holds %zu", need,

@@ -122,6 +122,9 @@ struct induct_model {
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
+    /* hardening (issue 7): bytes held for this model (parameters, gradients, tables,
+     * workspace, staging, optimizer moments), capped by cfg.max_bytes */
+    _Atomic uint64_t mem_held;
 };
 
 int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, uint32_t B,
@@ -137,6 +140,20 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
 void induct__model_ref(induct_model *m);
+/* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
+ * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and
+ * records nothing: call induct__model_held() after the allocation succeeded. */
+int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
+                          const char *what);
+void induct__model_held(induct_model *m, uint64_t add, uint64_t release);
+/* forward.c: would the workspace for (B, T), plus `extra` bytes of temporaries of the
+ * calling function, fit the fixed limit and the cap? Forgets the cached layout (the
+ * next pass lays it out again); allocates nothing. */
+int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra);
+/* checkpoint.c: the loaders over a buffer instead of a file (fuzzing, tests). */
+int induct__model_load_mem(induct_model **out, const void *data, size_t len);
+int induct__optimizer_load_mem(induct_optimizer **out, induct_model *m, const void *data,
+                               size_t len);
 static inline float *induct__ws(const induct_model *m, size_t off) { return m->ws + off; }
 
 /* ---- datasets --------------------------------------------------------------- */

@@ -64,6 +64,7 @@ typedef struct run {
     float *heads;      /* [n_layers][n_heads] scratch */
     size_t n_heads_total;
     int pending_interrupt; /* an interrupt seen while an analysis call cleared the flag */
+    uint64_t eval_bytes;   /* eval_tok's bytes, counted in the model's memory while held */
 } run;
 
 static double now_seconds(void) {
@@ -312,30 +313,43 @@ static int setup(run *r) {
                    "induct_train: snapshot_path is empty");
     INDUCT_FAIL_IF(c->metrics_path && !*c->metrics_path, INDUCT_EINVAL,
                    "induct_train: metrics_path is empty");
-    /* the train split must produce (batch, T) sequences */
-    size_t n;
-    INDUCT_FAIL_IF(!induct__mul(c->batch, r->T, &n), INDUCT_ELIMIT, "induct_train: size overflow");
-    int32_t *probe = malloc(n * sizeof *probe);
+    /* the train split must produce sequences of T tokens: row 0 of a batch does not
+     * depend on the batch size, so one row is probed */
+    int32_t *probe = malloc((size_t)r->T * sizeof *probe); /* T <= n_ctx < 2^32 */
     INDUCT_FAIL_IF(!probe, INDUCT_ENOMEM, "induct_train: out of memory");
-    int rc = induct_dataset_batch(r->d, INDUCT_SPLIT_TRAIN, r->o->step, c->batch, r->T, probe, n,
+    int rc = induct_dataset_batch(r->d, INDUCT_SPLIT_TRAIN, r->o->step, 1, r->T, probe, r->T,
                                   NULL, 0);
     free(probe);
     INDUCT_TRY(rc);
+    size_t n, bytes;
     /* probe every requested metric (ENOTSUP / EINVAL) before any step, even when no
      * evaluation is scheduled: a metric that cannot be provided is never skipped */
     INDUCT_TRY(eval_metrics(r, NULL, NULL));
     if (evals) {
         INDUCT_FAIL_IF(c->eval_batch == 0, INDUCT_EINVAL,
                        "induct_train: eval_batch must be >= 1 when evaluation is on");
-        INDUCT_FAIL_IF(!induct__mul(c->eval_batch, r->T, &n), INDUCT_ELIMIT,
-                       "induct_train: size overflow");
-        r->eval_tok = malloc(n * sizeof *r->eval_tok);
+        INDUCT_FAIL_IF(!induct__mul(c->eval_batch, r->T, &n) ||
+                           !induct__mul(n, sizeof(int32_t), &bytes),
+                       INDUCT_ELIMIT, "induct_train: eval_batch %u x seq_len %u overflows size_t",
+                       c->eval_batch, r->T);
+        /* the evaluation set is held for the whole call, next to the workspace its
+         * forward pass needs */
+        INDUCT_TRY(induct__model_check_workspace(m, c->eval_batch, r->T, bytes));
+        r->eval_tok = malloc(bytes);
         r->n_heads_total = (size_t)m->cfg.n_layers * m->cfg.n_heads;
         r->heads = malloc(r->n_heads_total * sizeof *r->heads);
         INDUCT_FAIL_IF(!r->eval_tok || !r->heads, INDUCT_ENOMEM, "induct_train: out of memory");
+        r->eval_bytes = bytes; /* held by the model until the call returns */
+        induct__model_held(m, bytes, 0);
         INDUCT_TRY(induct_dataset_batch(r->d, INDUCT_SPLIT_EVAL, 0, c->eval_batch, r->T,
                                         r->eval_tok, n, NULL, 0));
     }
+    /* every step must fit the limits (workspace and token staging) before the first */
+    INDUCT_FAIL_IF(!induct__mul(c->batch, r->T, &n) || !induct__mul(n, sizeof(int32_t), &bytes),
+                   INDUCT_ELIMIT, "induct_train: batch %u x seq_len %u overflows size_t",
+                   c->batch, r->T);
+    INDUCT_TRY(induct__model_check_workspace(
+        m, c->batch, r->T, n > m->tok_cap ? bytes - (uint64_t)m->tok_cap * sizeof(int32_t) : 0));
     if (c->metrics_path) {
         r->mf = fopen(c->metrics_path, c->metrics_append ? "a" : "w");
         INDUCT_FAIL_IF(!r->mf, INDUCT_EIO, "induct_train: cannot open the metrics log '%s': %s",
@@ -456,5 +470,6 @@ INDUCT_API int induct_train(induct_optimizer *o, const induct_dataset *d,
                           r.c.metrics_path);
     free(r.eval_tok);
     free(r.heads);
+    induct__model_held(r.m, 0, r.eval_bytes);
     return rc;
 }

@@ -214,6 +214,13 @@ typedef struct induct_model_config {
     double smear_alpha_init;/**< Initial α of every head (σ(α) weights the current key). Default 0.0. */
     double init_std;        /**< Standard deviation for ::INDUCT_INIT_GPT2. Default 0.02. */
     uint64_t seed;          /**< Seed of the initialisation. Default 0. */
+    uint64_t max_bytes;     /**< Memory cap of this model in bytes, or 0 for none beyond the
+                                 fixed limits: parameters, gradients, bookkeeping tables,
+                                 the activation workspace, token staging and the moments of
+                                 its optimizers all count (induct_model_memory_used()). A
+                                 config, file or call that would need more is refused with
+                                 ::INDUCT_ELIMIT before anything is allocated
+                                 (docs/hardening.md). Not saved in checkpoints. Default 0. */
 } induct_model_config;
 
 /**
@@ -246,8 +253,10 @@ INDUCT_API int induct_model_config_init(induct_model_config *cfg, size_t size);
  *         a flag other than 0/1, a non-finite or negative `init_std`, a non-finite
  *         `smear_alpha_init`, more than 1024 threads;
  *         ::INDUCT_EABI for a bad `size` or non-zero unknown tail;
- *         ::INDUCT_ELIMIT if `n_heads·d_head` exceeds 2^30, or the parameter count
- *         overflows `size_t` or exceeds 2^31 floats; ::INDUCT_ENOMEM.
+ *         ::INDUCT_ELIMIT if `n_heads·d_head` exceeds 2^30, the parameter count
+ *         overflows `size_t` or exceeds 2^31 floats, the bookkeeping tables exceed
+ *         2^30 bytes (about 500 000 layers), or parameters, gradients and tables
+ *         together exceed a non-zero `max_bytes`; ::INDUCT_ENOMEM.
  * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_model_new(induct_model **out, const induct_model_config *cfg);
@@ -385,7 +394,8 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
  *         ::INDUCT_ERANGE (seq_len > n_ctx, token id outside `[0, d_vocab)`, the id and
  *         position are named in the message); ::INDUCT_EBUFSIZE (a capacity smaller than
  *         needed; nothing is written); ::INDUCT_ELIMIT (the workspace for
- *         `batch × seq_len` would exceed 2^36 floats); ::INDUCT_ENOMEM (workspace);
+ *         `batch × seq_len` would exceed 2^36 floats or take the model past its
+ *         `max_bytes`, or an output length overflows `size_t`); ::INDUCT_ENOMEM (workspace);
  *         ::INDUCT_ENUMERIC (non-finite loss).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
@@ -1022,6 +1032,41 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
 INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset,
                             const induct_train_config *cfg, induct_progress_fn progress,
                             void *user_data);
+/** @} */
+
+/* ---- hardening: resource limits (issue 7) ------------------------------ */
+
+/** @addtogroup model
+ *  @{ */
+
+/**
+ * @brief Change the model's memory cap (::induct_model_config::max_bytes), e.g.
+ * after induct_model_load(), whose models start without a cap.
+ *
+ * The cap applies from the next allocation on: a later call whose workspace,
+ * token staging or optimizer moments would take induct_model_memory_used() past
+ * it fails with ::INDUCT_ELIMIT and allocates nothing. induct_model_get_config()
+ * reports the new value.
+ * @param model The model.
+ * @param max_bytes The cap in bytes; 0 removes it (the fixed limits remain).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ELIMIT if the model
+ *         already holds more than a non-zero `max_bytes` (the cap is then unchanged).
+ * @since 0.1 Not concurrently with any other use of the same model.
+ */
+INDUCT_API int induct_model_set_max_bytes(induct_model *model, uint64_t max_bytes);
+
+/**
+ * @brief Bytes the model holds now: parameters and gradients (4 bytes each per
+ * parameter), bookkeeping tables, the activation workspace (it grows to the largest
+ * `batch × seq_len` used, never with `n_ctx` alone), token staging, and the moments of
+ * every optimizer created for it (4 bytes per parameter for SGD, 8 for AdamW). This
+ * is the quantity ::induct_model_config::max_bytes caps. Buffers of a single call
+ * (the evaluation tokens of an analysis or of induct_train()) count while it runs.
+ * @param model The model, or NULL.
+ * @return The byte count; 0 for NULL.
+ * @since 0.1 Not concurrently with a call that allocates for the same model.
+ */
+INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
 /** @} */
 
 #ifdef __cplusplus

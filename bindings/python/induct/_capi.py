@@ -38,6 +38,7 @@ class ModelConfig(_Sized):
         ("d_vocab", c_uint32), ("positional", c_uint32), ("layer_norm", c_uint32),
         ("smeared_keys", c_uint32), ("n_threads", c_uint32), ("init", c_uint32),
         ("smear_alpha_init", c_double), ("init_std", c_double), ("seed", c_uint64),
+        ("max_bytes", c_uint64),
     ]
 
 
@@ -75,6 +76,8 @@ FUNCTIONS = [
     ("induct_model_get_config", [P, POINTER(ModelConfig)], c_int),
     ("induct_model_set_threads", [P, c_uint32], c_int),
     ("induct_model_n_params", [P], c_size_t),
+    ("induct_model_set_max_bytes", [P, c_uint64], c_int),
+    ("induct_model_memory_used", [P], c_uint64),
     ("induct_model_n_tensors", [P], c_size_t),
     ("induct_model_tensor_info", [P, c_size_t, POINTER(c_char_p), POINTER(c_uint32),
                                   POINTER(c_uint32), c_size_t_p], c_int),

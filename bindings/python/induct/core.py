@@ -68,7 +68,7 @@ class Model(_Handle):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
-    smear_alpha_init, init_std, seed)."""
+    smear_alpha_init, init_std, seed, max_bytes)."""
 
     _free = "induct_model_free"
 
@@ -104,6 +104,14 @@ class Model(_Handle):
     @property
     def n_params(self):
         return lib.induct_model_n_params(self)
+
+    def memory_used(self):
+        """Bytes this model holds (parameters, gradients, workspace, optimizer moments)."""
+        return lib.induct_model_memory_used(self)
+
+    def set_max_bytes(self, max_bytes):
+        """Cap the model's memory (0 = no cap); InductError (ELIMIT) if it holds more."""
+        call("induct_model_set_max_bytes", self, int(max_bytes))
 
     def tensor_names(self):
         """Parameter names in storage order (TransformerLens names)."""

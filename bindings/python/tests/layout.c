@@ -14,7 +14,7 @@ int main(void) {
     F(induct_model_config, layer_norm); F(induct_model_config, smeared_keys);
     F(induct_model_config, n_threads); F(induct_model_config, init);
     F(induct_model_config, smear_alpha_init); F(induct_model_config, init_std);
-    F(induct_model_config, seed);
+    F(induct_model_config, seed); F(induct_model_config, max_bytes);
     first = 0;
     printf("}}, \"induct_rrt_config\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_rrt_config));
     F(induct_rrt_config, size); F(induct_rrt_config, d_vocab); F(induct_rrt_config, n_repeats);
