@@ -28,6 +28,9 @@ INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_con
     induct_rrt_config_init(&c, sizeof c);
     INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_rrt_config"));
     INDUCT_FAIL_IF(c.d_vocab == 0, INDUCT_EINVAL, "rrt config: d_vocab must be >= 1");
+    /* ids are int32: the largest, d_vocab - 1, must fit */
+    INDUCT_FAIL_IF(c.d_vocab > (uint32_t)INT32_MAX + 1u, INDUCT_EINVAL,
+                   "rrt config: d_vocab %u exceeds 2^31 (token ids are int32)", c.d_vocab);
     if (c.token_hi == 0) c.token_hi = c.d_vocab;
     INDUCT_FAIL_IF(c.n_repeats < 2, INDUCT_EINVAL, "rrt config: n_repeats must be >= 2 (got %u)",
                    c.n_repeats);

@@ -500,7 +500,8 @@ INDUCT_API int induct_rrt_config_init(induct_rrt_config *cfg, size_t size);
  * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
  * @param cfg The generator; copied. A larger (newer) struct is accepted if every
  *            byte this library does not know is 0.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0, n_repeats < 2, min_block 0,
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0 or above 2^31 (ids are
+ *         int32), n_repeats < 2, min_block 0,
  *         max_block < min_block, empty or out-of-vocabulary range, BOS inside the range
  *         or ≥ d_vocab or < −1, distinct_block not 0/1, distinct_block with a range
  *         shorter than max_block); ::INDUCT_EABI; ::INDUCT_ENOMEM.
