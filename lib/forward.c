@@ -150,6 +150,11 @@ static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {
      * (B, T), not the cached shape, so the cached shape is forgotten (else the next
      * call with the old shape would use the new offsets) */
     m->ws_B = m->ws_T = 0;
+    /* CBLAS takes int sizes: the B*T rows of every activation matrix must fit (the
+     * other dimensions are bounded by the parameter limit) */
+    INDUCT_FAIL_IF((uint64_t)B * T > INT32_MAX, INDUCT_ELIMIT,
+                   "batch %u x seq_len %u is above 2^31 - 1 positions (BLAS sizes are int)",
+                   B, T);
     *need = layout(m, B, T);
     INDUCT_FAIL_IF(*need == 0, INDUCT_ELIMIT,
                    "workspace for batch %u x seq_len %u overflows size_t", B, T);
@@ -160,7 +165,7 @@ static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {
 }
 
 int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra) {
-    size_t need;
+    size_t need = 0;
     INDUCT_TRY(ws_need(m, B, T, &need));
     uint64_t grow = need > m->ws_cap ? (uint64_t)(need - m->ws_cap) * sizeof(float) : 0;
     return induct__model_reserve(m, grow + extra, 0, "the activation workspace");
@@ -168,7 +173,7 @@ int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint6
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
-    size_t need;
+    size_t need = 0;
     INDUCT_TRY(ws_need(m, B, T, &need));
     if (need > m->ws_cap) {
         uint64_t old = (uint64_t)m->ws_cap * sizeof(float), want = (uint64_t)need * sizeof(float);

@@ -313,6 +313,16 @@ static int setup(run *r) {
                    "induct_train: snapshot_path is empty");
     INDUCT_FAIL_IF(c->metrics_path && !*c->metrics_path, INDUCT_EINVAL,
                    "induct_train: metrics_path is empty");
+    /* every step must fit the limits (workspace and token staging) before anything,
+     * the probe below included, is allocated */
+    size_t n, bytes;
+    INDUCT_FAIL_IF(!induct__mul(c->batch, r->T, &n) || !induct__mul(n, sizeof(int32_t), &bytes),
+                   INDUCT_ELIMIT, "induct_train: batch %u x seq_len %u overflows size_t",
+                   c->batch, r->T);
+    INDUCT_TRY(induct__model_check_workspace(
+        m, c->batch, r->T,
+        (n > m->tok_cap ? bytes - (uint64_t)m->tok_cap * sizeof(int32_t) : 0) +
+            (uint64_t)r->T * sizeof(int32_t)));
     /* the train split must produce sequences of T tokens: row 0 of a batch does not
      * depend on the batch size, so one row is probed */
     int32_t *probe = malloc((size_t)r->T * sizeof *probe); /* T <= n_ctx < 2^32 */
@@ -321,7 +331,6 @@ static int setup(run *r) {
                                   NULL, 0);
     free(probe);
     INDUCT_TRY(rc);
-    size_t n, bytes;
     /* probe every requested metric (ENOTSUP / EINVAL) before any step, even when no
      * evaluation is scheduled: a metric that cannot be provided is never skipped */
     INDUCT_TRY(eval_metrics(r, NULL, NULL));
@@ -344,12 +353,6 @@ static int setup(run *r) {
         INDUCT_TRY(induct_dataset_batch(r->d, INDUCT_SPLIT_EVAL, 0, c->eval_batch, r->T,
                                         r->eval_tok, n, NULL, 0));
     }
-    /* every step must fit the limits (workspace and token staging) before the first */
-    INDUCT_FAIL_IF(!induct__mul(c->batch, r->T, &n) || !induct__mul(n, sizeof(int32_t), &bytes),
-                   INDUCT_ELIMIT, "induct_train: batch %u x seq_len %u overflows size_t",
-                   c->batch, r->T);
-    INDUCT_TRY(induct__model_check_workspace(
-        m, c->batch, r->T, n > m->tok_cap ? bytes - (uint64_t)m->tok_cap * sizeof(int32_t) : 0));
     if (c->metrics_path) {
         r->mf = fopen(c->metrics_path, c->metrics_append ? "a" : "w");
         INDUCT_FAIL_IF(!r->mf, INDUCT_EIO, "induct_train: cannot open the metrics log '%s': %s",

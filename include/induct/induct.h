@@ -393,9 +393,10 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model/tokens, batch 0, seq_len < 2);
  *         ::INDUCT_ERANGE (seq_len > n_ctx, token id outside `[0, d_vocab)`, the id and
  *         position are named in the message); ::INDUCT_EBUFSIZE (a capacity smaller than
- *         needed; nothing is written); ::INDUCT_ELIMIT (the workspace for
- *         `batch × seq_len` would exceed 2^36 floats or take the model past its
- *         `max_bytes`, or an output length overflows `size_t`); ::INDUCT_ENOMEM (workspace);
+ *         needed; nothing is written); ::INDUCT_ELIMIT (`batch × seq_len` above
+ *         2^31 − 1 positions, a workspace above 2^36 floats or one that would take
+ *         the model past its `max_bytes`, or an output length that overflows
+ *         `size_t`); ::INDUCT_ENOMEM (workspace);
  *         ::INDUCT_ENUMERIC (non-finite loss).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */

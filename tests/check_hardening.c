@@ -1,0 +1,453 @@
+/* Hardening (issue 7): the per-model memory cap (max_bytes) and what it covers,
+ * memory that does not grow with n_ctx, size arithmetic that used to wrap around,
+ * the checkpoint header limits, and the bugs the fuzz targets found (each also has a
+ * regression input under tests/fuzz/). Links only the shared library. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define ck_fails(call, expected)                                                           \
+    do {                                                                                   \
+        induct_error_clear();                                                              \
+        ck_assert_status(call, expected);                                                  \
+        ck_assert_int_eq(induct_last_error_code(), (expected));                            \
+        ck_assert_msg(induct_last_error_message()[0] != '\0', "%s: empty message", #call); \
+    } while (0)
+
+static induct_model *new_model(induct_model_config *c) {
+    induct_model *m = NULL;
+    ck_ok(induct_model_new(&m, c));
+    return m;
+}
+
+static induct_dataset *rrt(uint32_t d_vocab) {
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = d_vocab;
+    rc.min_block = 1;
+    induct_dataset *d = NULL;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    return d;
+}
+
+/* Resident set size of this process in bytes (Linux). */
+static uint64_t rss_bytes(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    ck_assert_ptr_nonnull(f);
+    unsigned long size, resident;
+    ck_assert_int_eq(fscanf(f, "%lu %lu", &size, &resident), 2);
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t cap_of(const induct_model *m) {
+    induct_model_config c;
+    c.size = sizeof c;
+    ck_ok(induct_model_get_config(m, &c));
+    return c.max_bytes;
+}
+
+/* ---- the cap at creation ------------------------------------------------------ */
+
+START_TEST(test_cap_model_new) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    ck_assert_uint_eq(c.max_bytes, 0); /* default: no cap */
+    induct_model *m = new_model(&c);
+    uint64_t used = induct_model_memory_used(m);
+    size_t n = induct_model_n_params(m);
+    /* parameters and gradients, plus tables of a few hundred bytes per tensor */
+    ck_assert_uint_ge(used, 8u * n);
+    ck_assert_uint_le(used, 8u * n + 512u * induct_model_n_tensors(m) + 1024u);
+    induct_model_free(m);
+
+    /* exactly the model's need is accepted, one byte less is refused */
+    c.max_bytes = used;
+    m = new_model(&c);
+    ck_assert_uint_eq(induct_model_memory_used(m), used);
+    ck_assert_uint_eq(cap_of(m), used);
+    induct_model *cl = NULL;
+    ck_ok(induct_model_clone(&cl, m)); /* the clone inherits the cap and fits it */
+    ck_assert_uint_eq(cap_of(cl), used);
+    induct_model_free(cl);
+    induct_model_free(m);
+    tu_tiny_config(&c);
+    induct_model *sentinel = new_model(&c);
+    m = sentinel; /* induct_model_new must reset it to NULL */
+    c.max_bytes = used - 1;
+    ck_fails(induct_model_new(&m, &c), INDUCT_ELIMIT);
+    ck_assert_ptr_null(m);
+    induct_model_free(sentinel);
+
+    /* a cap far below what n_ctx asks for: refused before anything is allocated */
+    tu_tiny_config(&c);
+    c.n_ctx = 1u << 30; /* W_pos alone would be 2^33 floats */
+    c.max_bytes = 1u << 20;
+    uint64_t before = rss_bytes();
+    ck_fails(induct_model_new(&m, &c), INDUCT_ELIMIT);
+    ck_assert_uint_lt(rss_bytes() - before, 1u << 20);
+}
+END_TEST
+
+START_TEST(test_table_limit) {
+    /* 2^24 layers of width 1: 2^27 parameters are within the parameter limit, but the
+     * tensor tables (eight entries per layer) would take gigabytes */
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    c.n_layers = 1u << 24;
+    c.d_model = 1;
+    c.n_heads = 1;
+    c.n_ctx = 1;
+    c.d_vocab = 1;
+    c.positional = INDUCT_POS_NONE;
+    induct_model *m = NULL;
+    uint64_t before = rss_bytes();
+    ck_fails(induct_model_new(&m, &c), INDUCT_ELIMIT);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "tables"));
+    ck_assert_uint_lt(rss_bytes() - before, 1u << 20);
+}
+END_TEST
+
+/* ---- the cap on later allocations -------------------------------------------------- */
+
+START_TEST(test_cap_workspace) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    uint64_t base = induct_model_memory_used(m);
+    ck_ok(induct_model_set_max_bytes(m, base + 64)); /* room for no workspace */
+    int32_t tok[2 * 8];
+    tu_tokens(tok, 16, 11, 1);
+    double loss;
+    ck_fails(induct_model_forward(m, tok, 2, 8, NULL, 0, NULL, 0, &loss), INDUCT_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "max_bytes"));
+    ck_assert_uint_eq(induct_model_memory_used(m), base); /* nothing was allocated */
+    /* lifting the cap lets it run; the workspace is then held */
+    ck_ok(induct_model_set_max_bytes(m, 0));
+    ck_ok(induct_model_forward(m, tok, 2, 8, NULL, 0, NULL, 0, &loss));
+    uint64_t with_ws = induct_model_memory_used(m);
+    ck_assert_uint_gt(with_ws, base);
+    /* a cap below what is held is refused and the old cap stays */
+    ck_fails(induct_model_set_max_bytes(m, with_ws - 1), INDUCT_ELIMIT);
+    ck_assert_uint_eq(cap_of(m), 0);
+    ck_ok(induct_model_set_max_bytes(m, with_ws));
+    ck_assert_uint_eq(cap_of(m), with_ws);
+    /* the same shape and smaller ones reuse the workspace within the cap */
+    ck_ok(induct_model_forward(m, tok, 2, 8, NULL, 0, NULL, 0, &loss));
+    ck_ok(induct_model_forward(m, tok, 1, 8, NULL, 0, NULL, 0, &loss));
+    ck_ok(induct_model_backward(m, tok, 2, 4, &loss));
+    ck_assert_uint_eq(induct_model_memory_used(m), with_ws);
+    ck_fails(induct_model_set_max_bytes(NULL, 1), INDUCT_EINVAL);
+    ck_assert_uint_eq(induct_model_memory_used(NULL), 0);
+    induct_model_free(m);
+}
+END_TEST
+
+START_TEST(test_cap_optimizer) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    uint64_t base = induct_model_memory_used(m), n = induct_model_n_params(m);
+    /* SGD keeps one moment (4 bytes a parameter), AdamW two */
+    ck_ok(induct_model_set_max_bytes(m, base + 4 * n));
+    induct_optimizer *o = (induct_optimizer *)m;
+    ck_fails(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW), INDUCT_ELIMIT);
+    ck_assert_ptr_null(o);
+    ck_assert_uint_eq(induct_model_memory_used(m), base);
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+    ck_assert_uint_eq(induct_model_memory_used(m), base + 4 * n);
+    induct_optimizer_free(o);
+    ck_assert_uint_eq(induct_model_memory_used(m), base);
+    ck_ok(induct_model_set_max_bytes(m, base + 8 * n));
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    ck_assert_uint_eq(induct_model_memory_used(m), base + 8 * n);
+    /* the model may go first: the optimizer's reference keeps the accounting alive */
+    induct_model_free(m);
+    induct_optimizer_free(o);
+}
+END_TEST
+
+static int count_calls(const induct_progress *p, void *ud) {
+    (void)p;
+    ++*(int *)ud;
+    return 0;
+}
+
+START_TEST(test_cap_train_and_analysis) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    induct_optimizer *o = NULL;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+    induct_dataset *d = rrt(11);
+    double loss;
+    /* measure one step of batch 4: workspace + staging */
+    ck_ok(induct_train_step(o, d, 4, 8, &loss));
+    uint64_t after_step = induct_model_memory_used(m);
+    ck_ok(induct_optimizer_set(o, INDUCT_OPT_STEP, 0));
+    ck_ok(induct_model_set_max_bytes(m, after_step + 1024)); /* + evaluation tokens */
+    /* a run whose batch does not fit is refused before its first step and before
+     * the metrics log is created */
+    char dir[] = "/tmp/induct-hardening-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char log[256];
+    snprintf(log, sizeof log, "%s/metrics.jsonl", dir);
+    induct_train_config tc;
+    induct_train_config_init(&tc, sizeof tc);
+    tc.steps = 3;
+    tc.batch = 4096;
+    tc.seq_len = 8;
+    tc.metrics_path = log;
+    int calls = 0;
+    ck_fails(induct_train(o, d, &tc, count_calls, &calls), INDUCT_ELIMIT);
+    ck_assert_int_eq(calls, 0);
+    ck_assert_int_ne(access(log, F_OK), 0);
+    double step;
+    ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &step));
+    ck_assert(step == 0.0);
+    ck_assert_uint_eq(induct_model_memory_used(m), after_step);
+    /* an evaluation set that does not fit: also refused up front */
+    tc.batch = 4;
+    tc.eval_every = 1;
+    tc.eval_batch = 4096;
+    ck_fails(induct_train(o, d, &tc, count_calls, &calls), INDUCT_ELIMIT);
+    ck_assert_int_eq(calls, 0);
+    /* within the cap it trains, and holds nothing more afterwards */
+    tc.eval_batch = 2;
+    ck_ok(induct_train(o, d, &tc, count_calls, &calls));
+    ck_assert_int_gt(calls, 0);
+    ck_assert_uint_eq(induct_model_memory_used(m), after_step);
+    /* analyses: the evaluation batch counts too */
+    float out[4];
+    size_t len;
+    ck_fails(induct_analysis_previous_token_score(m, d, 4096, 8, out, 4, &len), INDUCT_ELIMIT);
+    ck_assert_uint_eq(induct_model_memory_used(m), after_step);
+    ck_ok(induct_analysis_previous_token_score(m, d, 2, 8, out, 4, &len));
+    for (int i = 0; i < 4; i++) ck_assert(out[i] >= 0.0f && out[i] <= 1.0f);
+    rmdir(dir);
+    induct_dataset_free(d);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
+START_TEST(test_loaded_model_uncapped) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.max_bytes = 1u << 20;
+    induct_model *m = new_model(&c);
+    char path[] = "/tmp/induct-hardening-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_ok(induct_model_save(m, path));
+    induct_model *l = NULL;
+    ck_ok(induct_model_load(&l, path));
+    /* the cap is the host's policy, not part of the file */
+    ck_assert_uint_eq(cap_of(l), 0);
+    ck_assert_uint_eq(induct_model_memory_used(l), induct_model_memory_used(m));
+    ck_ok(induct_model_set_max_bytes(l, induct_model_memory_used(l)));
+    int32_t tok[8];
+    tu_tokens(tok, 8, 11, 3);
+    ck_fails(induct_model_forward(l, tok, 1, 8, NULL, 0, NULL, 0, NULL), INDUCT_ELIMIT);
+    unlink(path);
+    induct_model_free(l);
+    induct_model_free(m);
+}
+END_TEST
+
+/* ---- n_ctx costs nothing until used --------------------------------------------------- */
+
+START_TEST(test_memory_independent_of_n_ctx) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.positional = INDUCT_POS_NONE;
+    induct_model *small = new_model(&c);
+    uint64_t r0 = rss_bytes();
+    c.n_ctx = UINT32_MAX; /* no W_pos: nothing in the model depends on n_ctx */
+    induct_model *big = new_model(&c);
+    ck_assert_uint_lt(rss_bytes() - r0, 1u << 20);
+    ck_assert_uint_eq(induct_model_memory_used(big), induct_model_memory_used(small));
+    /* the workspace follows the (batch, seq_len) used, not n_ctx */
+    int32_t tok[2 * 8];
+    tu_tokens(tok, 16, 11, 5);
+    double a, b;
+    ck_ok(induct_model_forward(small, tok, 2, 8, NULL, 0, NULL, 0, &a));
+    ck_ok(induct_model_forward(big, tok, 2, 8, NULL, 0, NULL, 0, &b));
+    ck_assert(a == b); /* same seed, same weights */
+    ck_assert_uint_eq(induct_model_memory_used(big), induct_model_memory_used(small));
+    induct_model_free(big);
+    induct_model_free(small);
+
+    /* with learned positions, W_pos [n_ctx, d_model] (and its gradient) is the only
+     * part that grows with n_ctx */
+    tu_tiny_config(&c);
+    induct_model *s8 = new_model(&c);
+    c.n_ctx = 1u << 18;
+    r0 = rss_bytes();
+    induct_model *s18 = new_model(&c);
+    uint64_t w_pos = (uint64_t)((1u << 18) - 8) * c.d_model * 4; /* extra W_pos bytes */
+    ck_assert_uint_eq(induct_model_memory_used(s18) - induct_model_memory_used(s8), 2 * w_pos);
+    ck_assert_uint_lt(rss_bytes() - r0, 2 * w_pos + (1u << 20));
+    uint64_t r1 = rss_bytes(), u18 = induct_model_memory_used(s18),
+             u8 = induct_model_memory_used(s8);
+    ck_ok(induct_model_backward(s18, tok, 2, 8, &a));
+    ck_ok(induct_model_backward(s8, tok, 2, 8, &b));
+    ck_assert_uint_eq(induct_model_memory_used(s18) - u18, induct_model_memory_used(s8) - u8);
+    /* the backward pass writes W_pos's gradient (zeroing it touches 2^21 floats), but
+     * no activation memory grows with n_ctx */
+    ck_assert_uint_lt(rss_bytes() - r1, w_pos + (1u << 20));
+    induct_model_free(s18);
+    induct_model_free(s8);
+}
+END_TEST
+
+/* ---- sizes that used to wrap around (audit) ------------------------------------------ */
+
+/* A model without positions accepts any seq_len up to n_ctx = 2^32 - 1, so batch x
+ * seq_len can be made to overflow size_t once multiplied by sizeof(int32_t). Before the
+ * fix these calls allocated a wrapped (tiny) buffer and wrote past it. */
+START_TEST(test_token_buffer_overflow) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.positional = INDUCT_POS_NONE;
+    c.n_ctx = UINT32_MAX;
+    induct_model *m = new_model(&c);
+    induct_optimizer *o = NULL;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+    induct_dataset *d = rrt(11);
+    const uint32_t big = 1u << 31; /* 2^31 x 2^31 x 4 = 2^64 */
+    uint64_t used = induct_model_memory_used(m);
+    ck_fails(induct_train_step(o, d, big, big, NULL), INDUCT_ELIMIT);
+    float out[4];
+    size_t len;
+    ck_fails(induct_analysis_previous_token_score(m, d, big, big, out, 4, &len), INDUCT_ELIMIT);
+    ck_fails(induct_analysis_induction_score(m, d, big, big, out, 4, &len), INDUCT_ELIMIT);
+    induct_train_config tc;
+    induct_train_config_init(&tc, sizeof tc);
+    tc.batch = big;
+    tc.seq_len = big;
+    ck_fails(induct_train(o, d, &tc, NULL, NULL), INDUCT_ELIMIT);
+    tc.batch = 1;
+    tc.eval_every = 1;
+    tc.eval_batch = UINT32_MAX;
+    tc.seq_len = UINT32_MAX;
+    ck_fails(induct_train(o, d, &tc, NULL, NULL), INDUCT_ELIMIT);
+    /* large but representable shapes hit the fixed workspace limit (2^36 floats)
+     * before any token is generated */
+    ck_fails(induct_train_step(o, d, 1u << 20, 1u << 16, NULL), INDUCT_ELIMIT);
+    ck_assert_uint_eq(induct_model_memory_used(m), used);
+    /* CBLAS sizes are int: 2^31 positions are refused even by a model so narrow that
+     * its workspace would stay under the fixed limit */
+    induct_model_config n;
+    induct_model_config_init(&n, sizeof n);
+    n.n_layers = 1;
+    n.d_model = 1;
+    n.n_heads = 1;
+    n.d_vocab = 11;
+    n.positional = INDUCT_POS_NONE;
+    induct_model *narrow = new_model(&n);
+    induct_optimizer *on = NULL;
+    ck_ok(induct_optimizer_new(&on, narrow, INDUCT_OPTIM_SGD));
+    ck_fails(induct_train_step(on, d, 1u << 30, 2, NULL), INDUCT_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "2^31 - 1 positions"));
+    ck_ok(induct_train_step(on, d, 4, 2, NULL));
+    induct_optimizer_free(on);
+    induct_model_free(narrow);
+    double step;
+    ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &step));
+    ck_assert(step == 0.0);
+    induct_dataset_free(d);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
+/* ---- checkpoint headers ---------------------------------------------------------------- */
+
+static void write_header(const char *path, const char *json, uint64_t declared_len,
+                         uint64_t file_len) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    unsigned char b[8];
+    for (int i = 0; i < 8; i++) b[i] = (unsigned char)(declared_len >> (8 * i));
+    ck_assert_uint_eq(fwrite(b, 1, 8, f), 8);
+    if (json) ck_assert_uint_eq(fwrite(json, 1, strlen(json), f), strlen(json));
+    ck_assert_int_eq(fflush(f), 0);
+    if (file_len) ck_assert_int_eq(ftruncate(fileno(f), (off_t)file_len), 0); /* sparse */
+    fclose(f);
+}
+
+START_TEST(test_header_limits) {
+    char path[] = "/tmp/induct-hardening-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    induct_model *m = NULL;
+    /* a header above 16 MiB is refused before it is read (the file is sparse) */
+    uint64_t over = (16u << 20) + 8;
+    write_header(path, NULL, over, 8 + over);
+    ck_fails(induct_model_load(&m, path), INDUCT_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "outside [2, 16777216]"));
+    ck_assert_ptr_null(m);
+    /* many entries: a duplicate far apart is still found (entries are sorted by name) */
+    enum { N = 3000 };
+    size_t cap = (size_t)N * 64 + 64, len = 0;
+    char *json = malloc(cap);
+    len += (size_t)snprintf(json + len, cap - len, "{");
+    for (int i = 0; i < N; i++)
+        len += (size_t)snprintf(json + len, cap - len,
+                                "\"t%d\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]},",
+                                i == N - 1 ? 17 : i);
+    json[len - 1] = '}';
+    write_header(path, json, len, 0);
+    free(json);
+    ck_fails(induct_model_load(&m, path), INDUCT_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "'t17' appears twice"));
+    unlink(path);
+}
+END_TEST
+
+/* ---- bugs found by fuzzing (regression inputs in tests/fuzz/) --------------------------- */
+
+/* tests/fuzz/config/regress-rrt-dvocab-above-int32: token ids are int32, so an RRT
+ * vocabulary above 2^31 produced negative ids. */
+START_TEST(test_rrt_vocab_fits_int32) {
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = (1u << 31) + 1;
+    induct_dataset *d = NULL;
+    ck_fails(induct_dataset_new_rrt(&d, &rc), INDUCT_EINVAL);
+    ck_assert_ptr_null(d);
+    /* 2^31 itself is fine: the largest id is INT32_MAX */
+    rc.d_vocab = 1u << 31;
+    rc.token_lo = (1u << 31) - 16;
+    rc.min_block = 2;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    int32_t tok[4 * 16];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, 4, 16, tok, 64, NULL, 0));
+    for (int i = 0; i < 64; i++) ck_assert_int_ge(tok[i], (int32_t)rc.token_lo);
+    induct_dataset_free(d);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("hardening");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, test_cap_model_new);
+    tcase_add_test(tc, test_table_limit);
+    tcase_add_test(tc, test_cap_workspace);
+    tcase_add_test(tc, test_cap_optimizer);
+    tcase_add_test(tc, test_cap_train_and_analysis);
+    tcase_add_test(tc, test_loaded_model_uncapped);
+    tcase_add_test(tc, test_memory_independent_of_n_ctx);
+    tcase_add_test(tc, test_token_buffer_overflow);
+    tcase_add_test(tc, test_header_limits);
+    tcase_add_test(tc, test_rrt_vocab_fits_int32);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
