@@ -9,3 +9,6 @@ meson test -C build --print-errorlogs
 scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     meson test -C build-asan --suite unit --print-errorlogs
+# ABI check of the (debugoptimized) ASan build against abi/libinduct.abi: additions pass,
+# an incompatible change fails unless the soname is bumped (docs/abi-policy.md).
+scripts/abi-check.sh build-asan
