@@ -32,6 +32,10 @@ static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, 
     int rc = induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, n_seq, T, t, n, mt, n_seq);
     if (rc == INDUCT_OK) rc = induct__model_validate_tokens(m, t, n_seq, T);
     if (rc == INDUCT_OK) rc = induct__forward(m, t, n_seq, T, NULL);
+    /* induct_model_interrupt() from another thread during the pass (the flag was
+     * cleared when the call started) */
+    if (rc == INDUCT_OK && atomic_load(&m->interrupt))
+        rc = induct__fail(INDUCT_EINTERRUPTED, "analysis: interrupted (induct_model_interrupt)");
     induct__model_held(m, 0, bytes);
     if (rc != INDUCT_OK) {
         free(t);

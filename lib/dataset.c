@@ -65,13 +65,13 @@ INDUCT_API int induct_dataset_new_tokens(induct_dataset **out, const int32_t *to
     INDUCT_FAIL_IF(!tokens || n == 0, INDUCT_EINVAL,
                    "induct_dataset_new_tokens: tokens is NULL or empty");
     INDUCT_FAIL_IF(d_vocab == 0, INDUCT_EINVAL, "induct_dataset_new_tokens: d_vocab is 0");
+    size_t bytes; /* before reading: no array of n int32 can be larger than SIZE_MAX */
+    INDUCT_FAIL_IF(!induct__mul(n, sizeof(int32_t), &bytes), INDUCT_ELIMIT,
+                   "induct_dataset_new_tokens: %zu tokens overflow size_t", n);
     for (size_t i = 0; i < n; i++)
         INDUCT_FAIL_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= d_vocab, INDUCT_ERANGE,
                        "induct_dataset_new_tokens: token %zu is %d, outside [0, %u)", i,
                        tokens[i], d_vocab);
-    size_t bytes;
-    INDUCT_FAIL_IF(!induct__mul(n, sizeof(int32_t), &bytes), INDUCT_ELIMIT,
-                   "induct_dataset_new_tokens: %zu tokens overflow size_t", n);
     induct_dataset *d = NULL;
     INDUCT_TRY(ds_alloc(&d, INDUCT__DS_TOKENS));
     d->tokens = malloc(bytes);

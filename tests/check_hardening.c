@@ -1,8 +1,11 @@
 /* Hardening (issue 7): the per-model memory cap (max_bytes) and what it covers,
  * memory that does not grow with n_ctx, size arithmetic that used to wrap around,
  * the checkpoint header limits, and the bugs the fuzz targets found (each also has a
- * regression input under tests/fuzz/). Links only the shared library. */
+ * regression input under tests/fuzz/), and the documented errors that no other suite
+ * provoked. Links only the shared library. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -435,6 +438,153 @@ START_TEST(test_rrt_vocab_fits_int32) {
 }
 END_TEST
 
+
+/* ---- documented errors not provoked elsewhere ------------------------------------------- */
+
+static char *tmp_path(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "/tmp/induct-hardening-%ld-%s", (long)getpid(), name);
+    return buf;
+}
+
+/* Finite weights whose sum overflows: W_E + W_pos = +inf, so the loss is NaN. */
+static void fill(induct_model *m, const char *name, float v) {
+    size_t n;
+    ck_assert_status(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, NULL, 0, &n),
+                     INDUCT_EBUFSIZE);
+    float *w = malloc(n * sizeof *w);
+    for (size_t i = 0; i < n; i++) w[i] = v;
+    ck_ok(induct_model_set_tensor(m, name, w, n));
+    free(w);
+}
+static void blow_up(induct_model *m) {
+    fill(m, "embed.W_E", 3e38f);
+    fill(m, "pos_embed.W_pos", 3e38f);
+}
+
+START_TEST(test_errors_numeric) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    induct_optimizer *o = NULL;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    blow_up(m);
+    int32_t tok[16];
+    tu_tokens(tok, 16, 11, 9);
+    double loss = 123.0;
+    ck_fails(induct_model_backward(m, tok, 2, 8, &loss), INDUCT_ENUMERIC);
+    ck_assert(loss == 123.0);
+    /* induct_train: the failed first step leaves weights, moments and counter alone */
+    float before[8 * 11], after[8 * 11];
+    size_t len;
+    ck_ok(induct_model_get_tensor(m, "embed.W_E", INDUCT_BUF_PARAM, before, 88, &len));
+    induct_dataset *d = rrt(11);
+    induct_train_config tc;
+    induct_train_config_init(&tc, sizeof tc);
+    tc.steps = 5;
+    tc.batch = 2;
+    tc.seq_len = 8;
+    ck_fails(induct_train(o, d, &tc, NULL, NULL), INDUCT_ENUMERIC);
+    ck_ok(induct_model_get_tensor(m, "embed.W_E", INDUCT_BUF_PARAM, after, 88, &len));
+    ck_assert(memcmp(before, after, sizeof before) == 0);
+    double step;
+    ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &step));
+    ck_assert(step == 0.0);
+    induct_dataset_free(d);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
+START_TEST(test_errors_optimizer_files) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    induct_optimizer *o = NULL, *l = NULL;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+    char p[256];
+    tmp_path(p, sizeof p, "opt.safetensors");
+    /* save: NULL or empty arguments, a directory that does not exist */
+    ck_fails(induct_optimizer_save(NULL, p), INDUCT_EINVAL);
+    ck_fails(induct_optimizer_save(o, NULL), INDUCT_EINVAL);
+    ck_fails(induct_optimizer_save(o, ""), INDUCT_EINVAL);
+    ck_fails(induct_optimizer_save(o, "/nonexistent-induct-dir/opt.safetensors"), INDUCT_EIO);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "/nonexistent-induct-dir"));
+    ck_ok(induct_optimizer_save(o, p));
+    /* load: NULL arguments (out reset to NULL), a missing file, a directory */
+    l = o;
+    ck_fails(induct_optimizer_load(&l, NULL, p), INDUCT_EINVAL);
+    ck_assert_ptr_null(l);
+    ck_fails(induct_optimizer_load(&l, m, NULL), INDUCT_EINVAL);
+    ck_fails(induct_optimizer_load(NULL, m, p), INDUCT_EINVAL);
+    ck_fails(induct_optimizer_load(&l, m, "/nonexistent-induct-dir/x"), INDUCT_EIO);
+    ck_fails(induct_optimizer_load(&l, m, "/tmp"), INDUCT_EIO);
+    ck_assert_ptr_null(l);
+    ck_ok(induct_optimizer_load(&l, m, p));
+    induct_optimizer_free(l);
+    unlink(p);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
+START_TEST(test_errors_misc) {
+    ck_fails(induct_train_config_init(NULL, sizeof(induct_train_config)), INDUCT_EINVAL);
+    /* an element count whose byte size overflows is refused before the array is read */
+    int32_t one = 0;
+    induct_dataset *d = (induct_dataset *)&one;
+    ck_fails(induct_dataset_new_tokens(&d, &one, SIZE_MAX / 2, 11, 0), INDUCT_ELIMIT);
+    ck_assert_ptr_null(d);
+}
+END_TEST
+
+typedef struct interrupter {
+    induct_model *m;
+    atomic_int stop;
+} interrupter;
+
+static void *interrupt_loop(void *arg) {
+    interrupter *it = arg;
+    while (!atomic_load(&it->stop)) induct_model_interrupt(it->m);
+    return NULL;
+}
+
+/* induct_model_interrupt() from another thread stops an analysis with EINTERRUPTED
+ * (the flag is cleared when the call starts, so a thread interrupting without pause
+ * is needed to land inside a call; every call returns OK or EINTERRUPTED). */
+START_TEST(test_errors_analysis_interrupted) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.n_ctx = 64;
+    induct_model *m = new_model(&c);
+    induct_dataset *d = rrt(11);
+    interrupter it = {m, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupt_loop, &it), 0);
+    float out[4];
+    size_t len;
+    int interrupted[2] = {0, 0};
+    for (int i = 0; i < 200 && !(interrupted[0] && interrupted[1]); i++)
+        for (int k = 0; k < 2; k++) {
+            induct_error_clear();
+            int rc = k ? induct_analysis_induction_score(m, d, 32, 64, out, 4, &len)
+                       : induct_analysis_previous_token_score(m, d, 32, 64, out, 4, &len);
+            ck_assert_msg(rc == INDUCT_OK || rc == INDUCT_EINTERRUPTED, "%s: %s",
+                          induct_status_name(rc), induct_last_error_message());
+            if (rc == INDUCT_EINTERRUPTED) {
+                ck_assert_int_eq(induct_last_error_code(), INDUCT_EINTERRUPTED);
+                interrupted[k] = 1;
+            }
+        }
+    atomic_store(&it.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert(interrupted[0] && interrupted[1]);
+    /* without an interrupt it completes */
+    ck_ok(induct_analysis_previous_token_score(m, d, 4, 64, out, 4, &len));
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("hardening");
     TCase *tc = tcase_create("core");
@@ -449,5 +599,11 @@ int main(void) {
     tcase_add_test(tc, test_header_limits);
     tcase_add_test(tc, test_rrt_vocab_fits_int32);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("errors");
+    tcase_add_test(te, test_errors_numeric);
+    tcase_add_test(te, test_errors_optimizer_files);
+    tcase_add_test(te, test_errors_misc);
+    tcase_add_test(te, test_errors_analysis_interrupted);
+    suite_add_tcase(s, te);
     return tu_run(s);
 }
