@@ -284,7 +284,7 @@ typedef struct fast_ctx {
     float *wq, *wk, *wv;
     /* scratch */
     float *r, *x, *qk, *q, *kr, *k, *v, *z, *att, *zd, *fin, *y, *logits, *qrow, *zrow;
-    float *delta;
+    float *mq; /* [3][d_head][HD]: W_O[h] W_Q, W_O[h] W_K, W_O[h] W_V of the next layer */
 } fast_ctx;
 
 static void layernorm_rows(float *out, const float *in, const float *w, const float *b, size_t N,
@@ -314,14 +314,14 @@ static void softmax_causal(float *row, size_t n) {
     for (size_t i = 0; i < n; i++) row[i] *= inv;
 }
 
-/* Shared first half of a layer on all N rows of ctx->r: LN1, positions for the
- * query/key input, keys (smeared) and values. Leaves x (value input) and qk. */
-static void layer_kv(fast_ctx *cx, uint32_t l) {
+/* Keys (smeared), values and queries of layer l from the residual ctx->r on all rows;
+ * queries only at the query rows when `rows` (then cx->fin gets the residual rows). */
+static void inputs_from_resid(fast_ctx *cx, uint32_t l, int rows) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
-           dh = c->d_head, HD = H * dh;
+           dh = c->d_head, HD = H * dh, R = cx->R;
     float *x = cx->r;
     if (c->layer_norm) {
         layernorm_rows(cx->x, cx->r, P(o->ln1_w), P(o->ln1_b), N, D);
@@ -329,54 +329,101 @@ static void layer_kv(fast_ctx *cx, uint32_t l) {
     }
     float *qk = x;
     if (c->positional == INDUCT_POS_SHORTFORMER) {
+        const float *Wp = P(m->W_pos);
         for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++) cx->qk[n * D + i] = x[n * D + i] + P(m->W_pos)[(n % T) * D + i];
+            for (size_t i = 0; i < D; i++) cx->qk[n * D + i] = x[n * D + i] + Wp[(n % T) * D + i];
         qk = cx->qk;
     }
-    induct__an_sgemm(0, 0, N, HD, D, 1.0f, qk, D, cx->wk + (size_t)l * D * HD, HD, 0.0f, cx->kr, HD);
-    induct__an_sgemm(0, 0, N, HD, D, 1.0f, x, D, cx->wv + (size_t)l * D * HD, HD, 0.0f, cx->v, HD);
-    const float *bK = P(o->b_K), *bV = P(o->b_V);
+    const float *wq = cx->wq + (size_t)l * D * HD, *wk = cx->wk + (size_t)l * D * HD,
+                *wv = cx->wv + (size_t)l * D * HD;
+    induct__an_sgemm(0, 0, N, HD, D, 1.0f, qk, D, wk, HD, 0.0f, cx->kr, HD);
+    induct__an_sgemm(0, 0, N, HD, D, 1.0f, x, D, wv, HD, 0.0f, cx->v, HD);
+    const float *bQ = P(o->b_Q), *bK = P(o->b_K), *bV = P(o->b_V);
     for (size_t n = 0; n < N; n++)
         for (size_t j = 0; j < HD; j++) {
             cx->kr[n * HD + j] += bK[j];
             cx->v[n * HD + j] += bV[j];
         }
-    if (c->smeared_keys) {
-        const float *al = P(o->alpha);
-        for (size_t b = 0; b < cx->B; b++)
-            for (size_t p = 0; p < T; p++)
-                for (size_t h = 0; h < H; h++) {
-                    float s = (float)(1.0 / (1.0 + exp(-(double)al[h])));
-                    float *kp = cx->k + ((b * T + p) * HD + h * dh);
-                    const float *k0 = cx->kr + ((b * T + p) * HD + h * dh);
-                    for (size_t j = 0; j < dh; j++)
-                        kp[j] = p ? s * k0[j] + (1.0f - s) * k0[j - HD] : k0[j];
-                }
+    size_t nq = rows ? R : N;
+    const float *qin = qk;
+    if (rows) {
+        for (size_t i = 0; i < R; i++) {
+            memcpy(cx->qrow + i * D, qk + cx->row[i] * D, D * sizeof(float));
+            memcpy(cx->fin + i * D, cx->r + cx->row[i] * D, D * sizeof(float));
+        }
+        qin = cx->qrow;
+    }
+    induct__an_sgemm(0, 0, nq, HD, D, 1.0f, qin, D, wq, HD, 0.0f, cx->q, HD);
+    for (size_t n = 0; n < nq; n++)
+        for (size_t j = 0; j < HD; j++) cx->q[n * HD + j] += bQ[j];
+}
+
+/* Without LayerNorm, the inputs of layer l = l0 + 1 are linear in the residual
+ * stream: clean workspace values plus zd (W_O[h] W_X) for X = Q, K, V (d_head x HD
+ * products: the d_model-wide projections are not redone). ctx->r (all rows, or
+ * ctx->fin at the query rows) gets the clean residual plus zd W_O[h]. */
+static void inputs_from_delta(fast_ctx *cx, uint32_t l, uint32_t l0, int h, int rows) {
+    induct_model *m = cx->m;
+    const induct_model_config *c = &m->cfg;
+    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
+           dh = c->d_head, HD = H * dh, R = cx->R;
+    const induct__layer_act *a = &m->A[l];
+    memcpy(cx->kr, WS(a->k_raw), N * HD * sizeof(float));
+    memcpy(cx->v, WS(a->v), N * HD * sizeof(float));
+    const float *q = WS(a->q), *res = WS(a->resid_pre);
+    size_t nq = rows ? R : N;
+    for (size_t i = 0; i < nq; i++) {
+        size_t rw = rows ? cx->row[i] : i;
+        memcpy(cx->q + i * HD, q + rw * HD, HD * sizeof(float));
+        memcpy((rows ? cx->fin : cx->r) + i * D, res + rw * D, D * sizeof(float));
+    }
+    if (h < 0) return;
+    const float *WO = P(m->L[l0].W_O) + (size_t)h * dh * D;
+    float *MQ = cx->mq, *MK = cx->mq + dh * HD, *MV = cx->mq + 2 * dh * HD;
+    induct__an_sgemm(0, 0, dh, HD, D, 1.0f, WO, D, cx->wq + (size_t)l * D * HD, HD, 0.0f, MQ, HD);
+    induct__an_sgemm(0, 0, dh, HD, D, 1.0f, WO, D, cx->wk + (size_t)l * D * HD, HD, 0.0f, MK, HD);
+    induct__an_sgemm(0, 0, dh, HD, D, 1.0f, WO, D, cx->wv + (size_t)l * D * HD, HD, 0.0f, MV, HD);
+    induct__an_sgemm(0, 0, N, HD, dh, 1.0f, cx->zd, dh, MK, HD, 1.0f, cx->kr, HD);
+    induct__an_sgemm(0, 0, N, HD, dh, 1.0f, cx->zd, dh, MV, HD, 1.0f, cx->v, HD);
+    if (rows) {
+        for (size_t i = 0; i < R; i++)
+            memcpy(cx->qrow + i * dh, cx->zd + cx->row[i] * dh, dh * sizeof(float));
+        induct__an_sgemm(0, 0, R, HD, dh, 1.0f, cx->qrow, dh, MQ, HD, 1.0f, cx->q, HD);
+        induct__an_sgemm(0, 0, R, D, dh, 1.0f, cx->qrow, dh, WO, D, 1.0f, cx->fin, D);
+    } else {
+        induct__an_sgemm(0, 0, N, HD, dh, 1.0f, cx->zd, dh, MQ, HD, 1.0f, cx->q, HD);
+        induct__an_sgemm(0, 0, N, D, dh, 1.0f, cx->zd, dh, WO, D, 1.0f, cx->r, D);
     }
 }
 
-static const float *keys(const fast_ctx *cx) {
-    return cx->m->cfg.smeared_keys ? cx->k : cx->kr;
-}
-static const float *qk_input(const fast_ctx *cx) {
-    const induct_model_config *c = &cx->m->cfg;
-    if (c->positional == INDUCT_POS_SHORTFORMER) return cx->qk;
-    return c->layer_norm ? cx->x : cx->r;
+/* Smear the raw keys of layer l (ctx->kr -> ctx->k) when the model has smeared keys. */
+static const float *smear(fast_ctx *cx, uint32_t l) {
+    induct_model *m = cx->m;
+    const induct_model_config *c = &m->cfg;
+    if (!c->smeared_keys) return cx->kr;
+    size_t T = cx->ev->T, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    const float *al = P(m->L[l].alpha);
+    for (size_t h = 0; h < H; h++) {
+        float s = (float)(1.0 / (1.0 + exp(-(double)al[h])));
+        for (size_t b = 0; b < cx->B; b++)
+            for (size_t p = 0; p < T; p++) {
+                float *kp = cx->k + ((b * T + p) * HD + h * dh);
+                const float *k0 = cx->kr + ((b * T + p) * HD + h * dh);
+                for (size_t j = 0; j < dh; j++)
+                    kp[j] = p ? s * k0[j] + (1.0f - s) * k0[j - HD] : k0[j];
+            }
+    }
+    return cx->k;
 }
 
-/* A full layer on all rows: ctx->r += attention(ctx->r). */
-static void layer_full(fast_ctx *cx, uint32_t l, int frozen) {
+/* Attention of layer l on all rows: ctx->r += z W_O + b_O. */
+static void attend_full(fast_ctx *cx, uint32_t l, int frozen) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
            dh = c->d_head, HD = H * dh, TT = T * T;
-    layer_kv(cx, l);
-    induct__an_sgemm(0, 0, N, HD, D, 1.0f, qk_input(cx), D, cx->wq + (size_t)l * D * HD, HD, 0.0f,
-                     cx->q, HD);
-    const float *bQ = P(o->b_Q), *K = keys(cx);
-    for (size_t n = 0; n < N; n++)
-        for (size_t j = 0; j < HD; j++) cx->q[n * HD + j] += bQ[j];
+    const float *K = smear(cx, l);
     float scale = 1.0f / sqrtf((float)dh);
     for (size_t b = 0; b < cx->B; b++)
         for (size_t h = 0; h < H; h++) {
@@ -401,38 +448,32 @@ static void layer_full(fast_ctx *cx, uint32_t l, int frozen) {
     induct__an_sgemm(0, 0, N, D, HD, 1.0f, cx->z, HD, P(o->W_O), D, 1.0f, cx->r, D);
 }
 
-/* The last layer at the query rows only: fin[i] = r[row_i] + attention output. */
-static void layer_last(fast_ctx *cx, uint32_t l, int frozen) {
+/* Attention of layer l at the query rows only: ctx->fin (the residual rows) +=
+ * z W_O + b_O. ctx->q holds the queries of those rows. */
+static void attend_rows(fast_ctx *cx, uint32_t l, int frozen) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     size_t T = cx->ev->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh,
            TT = T * T, R = cx->R;
-    layer_kv(cx, l);
-    const float *qin = qk_input(cx), *K = keys(cx);
-    for (size_t i = 0; i < R; i++) memcpy(cx->qrow + i * D, qin + cx->row[i] * D, D * sizeof(float));
-    induct__an_sgemm(0, 0, R, HD, D, 1.0f, cx->qrow, D, cx->wq + (size_t)l * D * HD, HD, 0.0f,
-                     cx->q, HD);
-    const float *bQ = P(o->b_Q);
+    const float *K = smear(cx, l);
     float scale = 1.0f / sqrtf((float)dh);
+    const float *bO = P(o->b_O);
     for (size_t i = 0; i < R; i++) {
         size_t b = cx->row[i] / T, p = cx->row[i] % T;
         for (size_t h = 0; h < H; h++) {
-            float *qh = cx->q + i * HD + h * dh;
-            for (size_t j = 0; j < dh; j++) qh[j] += bQ[h * dh + j];
             float *A = cx->att;
             if (frozen) {
                 memcpy(A, WS(m->A[l].att) + (b * H + h) * TT + p * T, (p + 1) * sizeof(float));
             } else {
-                induct__an_sgemm(0, 1, 1, p + 1, dh, scale, qh, dh, K + b * T * HD + h * dh, HD,
-                                 0.0f, A, p + 1);
+                induct__an_sgemm(0, 1, 1, p + 1, dh, scale, cx->q + i * HD + h * dh, dh,
+                                 K + b * T * HD + h * dh, HD, 0.0f, A, p + 1);
                 softmax_causal(A, p + 1);
             }
             induct__an_sgemm(0, 0, 1, dh, p + 1, 1.0f, A, p + 1, cx->v + b * T * HD + h * dh, HD,
                              0.0f, cx->zrow + i * HD + h * dh, dh);
         }
-        const float *bO = P(o->b_O);
-        for (size_t d = 0; d < D; d++) cx->fin[i * D + d] = cx->r[cx->row[i] * D + d] + bO[d];
+        for (size_t d = 0; d < D; d++) cx->fin[i * D + d] += bO[d];
     }
     induct__an_sgemm(0, 0, R, D, HD, 1.0f, cx->zrow, HD, P(o->W_O), D, 1.0f, cx->fin, D);
 }
@@ -456,6 +497,7 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
     const induct_model_config *c = &m->cfg;
     size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, dh = c->d_head, V = c->d_vocab,
            R = cx->R, L = c->n_layers;
+    int frozen = cx->preserve != 0;
     const float *WO = h >= 0 ? P(m->L[l0].W_O) + (size_t)h * dh * D : NULL;
     if (l0 == L - 1) {
         const float *rf = WS(m->a_resid_final);
@@ -465,13 +507,27 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
             induct__an_sgemm(0, 0, R, D, dh, 1.0f, cx->zd, dh, WO, D, 1.0f, cx->fin, D);
         }
     } else {
-        memcpy(cx->r, WS(m->A[l0 + 1].resid_pre), N * D * sizeof(float));
-        if (h >= 0) {
-            head_delta(cx, l0, (uint32_t)h, NULL, N);
-            induct__an_sgemm(0, 0, N, D, dh, 1.0f, cx->zd, dh, WO, D, 1.0f, cx->r, D);
+        uint32_t l1 = l0 + 1;
+        int last = l1 == L - 1;
+        if (h >= 0) head_delta(cx, l0, (uint32_t)h, NULL, N);
+        if (!c->layer_norm) {
+            inputs_from_delta(cx, l1, l0, h, last);
+        } else {
+            memcpy(cx->r, WS(m->A[l1].resid_pre), N * D * sizeof(float));
+            if (h >= 0) induct__an_sgemm(0, 0, N, D, dh, 1.0f, cx->zd, dh, WO, D, 1.0f, cx->r, D);
+            inputs_from_resid(cx, l1, last);
         }
-        for (uint32_t l = l0 + 1; l + 1 < L; l++) layer_full(cx, l, cx->preserve != 0);
-        layer_last(cx, (uint32_t)(L - 1), cx->preserve != 0);
+        if (last) {
+            attend_rows(cx, l1, frozen);
+        } else {
+            attend_full(cx, l1, frozen);
+            for (uint32_t l = l1 + 1; l + 1 < L; l++) {
+                inputs_from_resid(cx, l, 0);
+                attend_full(cx, l, frozen);
+            }
+            inputs_from_resid(cx, (uint32_t)(L - 1), 1);
+            attend_rows(cx, (uint32_t)(L - 1), frozen);
+        }
     }
     const float *y = cx->fin;
     if (c->layer_norm) {
@@ -496,7 +552,7 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
 static void fast_free(fast_ctx *cx) {
     float **bufs[] = {&cx->wq, &cx->wk, &cx->wv, &cx->r, &cx->x, &cx->qk, &cx->q, &cx->kr,
                       &cx->k, &cx->v, &cx->z, &cx->att, &cx->zd, &cx->fin, &cx->y, &cx->logits,
-                      &cx->qrow, &cx->zrow};
+                      &cx->qrow, &cx->zrow, &cx->mq};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         free(*bufs[i]);
         *bufs[i] = NULL;
@@ -522,7 +578,7 @@ static int fast_alloc(fast_ctx *cx) {
                 {&cx->x, ND},      {&cx->qk, ND},    {&cx->q, NHD},     {&cx->kr, NHD},
                 {&cx->k, NHD},     {&cx->v, NHD},    {&cx->z, NHD},     {&cx->att, TT},
                 {&cx->zd, zdn},    {&cx->fin, R * D}, {&cx->y, R * D},  {&cx->logits, RV},
-                {&cx->qrow, R * D}, {&cx->zrow, R * HD}};
+                {&cx->qrow, R * (D > c->d_head ? D : c->d_head)}, {&cx->zrow, R * HD}, {&cx->mq, 3 * c->d_head * HD}};
     for (size_t i = 0; i < sizeof plan / sizeof *plan; i++) {
         *plan[i].p = malloc((plan[i].n ? plan[i].n : 1) * sizeof(float));
         if (!*plan[i].p) {

@@ -179,14 +179,17 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
     const induct_model_config *c = &m->cfg;
     size_t H = c->n_heads, dh = c->d_head, HD = H * dh, D = c->d_model, V = c->d_vocab, T = pr.T;
     size_t N = (size_t)pr.n_seq * T;
-    /* ubar[d] = mean_v W_U[d][v]: mean_v l_p[v] = c_p . ubar */
-    double *ubar = calloc(D, sizeof *ubar);
+    /* ubar[d] = mean_v W_U[d][v], so mean_v l_p[v] = c'_p . ubar; Ws[b][k] = column
+     * t_k of W_U (the probe's tokens are distinct: one column per position) */
+    double *ubar = calloc(D, sizeof *ubar), *Ws = malloc(N * D * sizeof *Ws),
+           *cd = malloc(D * sizeof *cd), *lv = malloc(T * sizeof *lv);
     float *cbuf = malloc(N * D * sizeof *cbuf);
-    double *lv = malloc(T * sizeof *lv);
-    if (!ubar || !cbuf || !lv) {
+    if (!ubar || !Ws || !cd || !lv || !cbuf) {
         free(ubar);
-        free(cbuf);
+        free(Ws);
+        free(cd);
         free(lv);
+        free(cbuf);
         free(pr.tok);
         return induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     }
@@ -196,6 +199,9 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
         for (size_t v = 0; v < V; v++) s += WU[d * V + v];
         ubar[d] = s / (double)V;
     }
+    for (size_t n = 0; n < N; n++)
+        for (size_t d = 0; d < D; d++) Ws[n * D + d] = WU[d * V + (size_t)pr.tok[n]];
+    const float *lw = c->layer_norm ? m->params + m->lnf_w : NULL;
     for (size_t l = 0; l < c->n_layers; l++) {
         const float *z = induct__ws(m, m->A[l].z), *att = induct__ws(m, m->A[l].att);
         for (size_t h = 0; h < H; h++) {
@@ -204,32 +210,26 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
                              m->params + m->L[l].W_O + h * dh * D, D, 0.0f, cbuf, D);
             double num = 0.0, den = 0.0;
             for (size_t b = 0; b < pr.n_seq; b++) {
-                const int32_t *tk = pr.tok + b * T;
                 const float *A = att + (b * H + h) * T * T;
                 for (size_t p = 0; p < T; p++) {
                     const float *cp = cbuf + (b * T + p) * D;
                     /* linear part of the final LayerNorm at the clean run's scale */
                     double mu = 0.0, rstd = 1.0;
-                    if (c->layer_norm) {
+                    if (lw) {
                         for (size_t d = 0; d < D; d++) mu += cp[d];
                         mu /= (double)D;
                         rstd = induct__ws(m, m->a_lnf_rstd)[b * T + p];
                     }
-                    const float *lw = c->layer_norm ? m->params + m->lnf_w : NULL;
                     double mean_l = 0.0;
                     for (size_t d = 0; d < D; d++) {
-                        double cd = ((double)cp[d] - mu) * rstd * (lw ? lw[d] : 1.0);
-                        mean_l += cd * ubar[d];
+                        cd[d] = ((double)cp[d] - mu) * rstd * (lw ? lw[d] : 1.0);
+                        mean_l += cd[d] * ubar[d];
                     }
-                    /* l'_p[v] for the sample's tokens (distinct: one per position) */
                     for (size_t k = 0; k < T; k++) {
-                        int32_t v = tk[k];
+                        const double *w = Ws + (b * T + k) * D;
                         double s = 0.0;
-                        for (size_t d = 0; d < D; d++) {
-                            double cd = ((double)cp[d] - mu) * rstd * (lw ? lw[d] : 1.0);
-                            s += cd * WU[d * V + (size_t)v];
-                        }
-                        lv[k] = s - mean_l > 0.0 ? s - mean_l : 0.0;
+                        for (size_t d = 0; d < D; d++) s += cd[d] * w[d];
+                        lv[k] = s - mean_l > 0.0 ? s - mean_l : 0.0; /* l'_p[t_k] */
                     }
                     for (size_t k = 0; k < T; k++) {
                         den += lv[k];
@@ -241,8 +241,10 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
         }
     }
     free(ubar);
-    free(cbuf);
+    free(Ws);
+    free(cd);
     free(lv);
+    free(cbuf);
     free(pr.tok);
     return INDUCT_OK;
 }

@@ -615,6 +615,8 @@ static const attr_variant ATTR[] = {
      INDUCT_MEAN_PER_POSITION},
     {"preserve", 3, 0, 1, INDUCT_POS_STANDARD, 1,
      INDUCT_ABLATE_ZERO | INDUCT_ABLATE_PRESERVE_PATTERNS, 0},
+    {"preserve no ln", 3, 0, 0, INDUCT_POS_SHORTFORMER, 1,
+     INDUCT_ABLATE_ZERO | INDUCT_ABLATE_PRESERVE_PATTERNS, 0},
     {"mlp (general path)", 2, 16, 1, INDUCT_POS_STANDARD, 0, INDUCT_ABLATE_ZERO, 0},
 };
 
