@@ -13,6 +13,10 @@
 
 #include "analysis_internal.h"
 
+_Static_assert(INDUCT__ABL_NONE == INDUCT_ABLATE_NONE && INDUCT__ABL_ZERO == INDUCT_ABLATE_ZERO &&
+                   INDUCT__ABL_MEAN == INDUCT_ABLATE_MEAN,
+               "internal ablation modes are stored as the public INDUCT_ABLATE_* values");
+
 #define P(off) (m->params + (off))
 #define WS(off) (m->ws + (off))
 

@@ -806,7 +806,11 @@ INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_datas
  *
  * `early` and `late` are not used here except that they are validated as for
  * induct_analysis_icl_score(), so the same config serves both.
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set; NULL means the defaults.
  * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to `seq_len − 1` (may be NULL).
  * @return as induct_analysis_icl_score(); ::INDUCT_EBUFSIZE (buffer too small;
  *         `*out_len` holds the length needed).
@@ -825,6 +829,9 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
  * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
  * Both come from one pass over the evaluation set. Stack the (a) vectors of many
  * snapshots and pass them to induct_analysis_pca().
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
  * @param per_seq_out `[n_seq]` or NULL (then `per_seq_cap` must be 0).
  * @param per_seq_cap Capacity of `per_seq_out` in floats.
  * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
@@ -885,6 +892,9 @@ INDUCT_API int induct_analysis_loss_positions(const induct_model *model,
  * induct_train_step_tokens() refuse with ::INDUCT_ESTATE (gradients through an
  * ablated model are not offered). induct_model_clone() does not copy ablations.
  *
+ * @param model The model whose forward passes are affected.
+ * @param layer Layer index, 0 … n_layers − 1.
+ * @param head  Head index within the layer, 0 … n_heads − 1.
  * @param mode ::INDUCT_ABLATE_NONE (restore), ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown mode); ::INDUCT_ERANGE
  *         (layer ≥ n_layers or head ≥ n_heads: the head does not exist);
@@ -905,6 +915,7 @@ INDUCT_API int induct_model_ablate_head(induct_model *model, uint32_t layer, uin
  * the ablated residual stream), so only the ablated heads' values propagate.
  * Patterns read with induct_model_attention() are those in effect. Costs a second
  * forward pass and `[later layers][batch][n_heads][seq][seq]` floats.
+ * @param model The model.
  * @param on 1 on, 0 off.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, `on` not 0/1).
  * @since 0.1 One thread per model.
@@ -920,7 +931,10 @@ INDUCT_API int induct_model_set_preserve_patterns(induct_model *model, uint32_t 
  * (::INDUCT_MEAN_PER_POSITION; inputs longer than `seq_len` are then refused with
  * ::INDUCT_ERANGE while a head is mean-ablated). Replaces any earlier reference; the
  * means are kept until the model is freed (clearing ablations keeps them).
+ * @param model The model (run without ablations; weights are not changed).
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Sequences in the reference set, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param how ::INDUCT_MEAN_POOLED or ::INDUCT_MEAN_PER_POSITION.
  * @return as induct_model_forward() for the tokens; ::INDUCT_EINVAL (unknown `how`);
  *         ::INDUCT_ENOMEM. Nothing is changed on failure.
@@ -932,6 +946,7 @@ INDUCT_API int induct_model_set_ablation_mean(induct_model *model, const int32_t
 /**
  * @brief Restore every head and turn pattern preservation off. Later forward passes are
  * bit-identical to those of a model that was never ablated. The mean reference is kept.
+ * @param model The model.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
  * @since 0.1 One thread per model.
  */
@@ -940,6 +955,7 @@ INDUCT_API int induct_model_clear_ablations(induct_model *model);
 /**
  * @brief Read the ablations in force: `modes_out [n_layers][n_heads]` holds
  * `INDUCT_ABLATE_*` per head.
+ * @param model The model; not modified.
  * @param modes_out `[n_layers][n_heads]` or NULL with `modes_cap` 0 to ask the length.
  * @param modes_cap Capacity of `modes_out` in elements.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
@@ -966,6 +982,9 @@ INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *m
  * Otherwise each head costs one pass over the evaluation set with the ablation
  * in force. Both give the same values up to float rounding (about 1e-5 nats).
  *
+ * @param model   The model; its ablations are the same afterwards; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
  * @param mode ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN, optionally or-ed with
  *             ::INDUCT_ABLATE_PRESERVE_PATTERNS.
  * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
@@ -1046,6 +1065,8 @@ INDUCT_API int induct_analysis_probe_tokens(const induct_model *model,
  * queries of the summed attention on the targets, averaged over the probe
  * sequences. One-hot attention on a target scores 1; uniform attention scores the
  * mean of (r − 1)/(p + 1). With 2 repeats this is the common "induction score".
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
  * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
@@ -1064,6 +1085,8 @@ INDUCT_API int induct_analysis_prefix_matching(induct_model *model,
  * the same token, `p − mP` (m = 1 … r − 1). Uniform attention scores the same
  * mean of (r − 1)/(p + 1). Our definition (the ICL paper names duplicate-token heads
  * without giving an evaluator).
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
  * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
@@ -1086,6 +1109,8 @@ INDUCT_API int induct_analysis_duplicate_token(induct_model *model,
  * the probe sequence, sums pooled over every query of every probe sequence;
  * score `2r − 1`. 1 means the head raises only the tokens it attends to, −1 only
  * other tokens of the sample; a head whose contribution is zero scores 0.
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
  * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
@@ -1103,6 +1128,7 @@ INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_c
  * the `d_head × d_head` matrix `W_O[h] W_U W_E W_V[h]`; score `Re(Σλ) / Σ|λ|`
  * (LAPACKE dgeev, double precision). 0 when every λ is 0. Weights only: positions,
  * biases and LayerNorm are not included; ablations are ignored.
+ * @param model The model; only its weights are read.
  * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
@@ -1131,6 +1157,7 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *o
  * LayerNorm gains are not folded in (our choice); ablations are ignored.
  * Subtract induct_analysis_composition_baseline() for the Framework's baseline-
  * corrected scores.
+ * @param model The model; only its weights are read.
  * @param kind ::INDUCT_COMPOSITION_Q, ::INDUCT_COMPOSITION_K or ::INDUCT_COMPOSITION_V.
  * @param out `[L][H][L][H]` or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
@@ -1149,6 +1176,7 @@ INDUCT_API int induct_analysis_composition(const induct_model *model, uint32_t k
  * and `W_Q`, `W_K` — or `W_V`, `W_O` — of h2) are independent standard Gaussian
  * matrices of the model's shapes; Q, K and V composition have the same baseline
  * (≈ 1/√d_model when d_head ≪ d_model). Deterministic given `seed`.
+ * @param model Gives d_model and d_head; not modified.
  * @param n_samples Draws, 1 … 100000.
  * @param seed Seed of the draws.
  * @param[out] baseline_out The mean score (not NULL).
