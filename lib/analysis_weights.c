@@ -27,8 +27,9 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
            *Wv = malloc(D * dh * sizeof *Wv), *t1 = malloc(dh * D * sizeof *t1),
            *M = malloc(dh * dh * sizeof *M), *wr = malloc(dh * sizeof *wr),
            *wi = malloc(dh * sizeof *wi);
+    float *res = malloc((size_t)c->n_layers * H * sizeof *res); /* out untouched on failure */
     int rc = INDUCT_OK;
-    if (!WU || !WE || !UE || !Wo || !Wv || !t1 || !M || !wr || !wi)
+    if (!WU || !WE || !UE || !Wo || !Wv || !t1 || !M || !wr || !wi || !res)
         rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     if (rc == INDUCT_OK) {
         to_double(WU, m->params + m->W_U, nDV);
@@ -52,8 +53,10 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
                 re += wr[i];
                 ab += hypot(wr[i], wi[i]);
             }
-            out[l * H + h] = ab > 0.0 ? (float)(re / ab) : 0.0f;
+            res[l * H + h] = ab > 0.0 ? (float)(re / ab) : 0.0f;
         }
+    if (rc == INDUCT_OK) memcpy(out, res, (size_t)c->n_layers * H * sizeof *res);
+    free(res);
     free(WU);
     free(WE);
     free(UE);
