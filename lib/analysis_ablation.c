@@ -111,8 +111,8 @@ INDUCT_API int induct_model_get_ablations(const induct_model *m, uint32_t *modes
     return INDUCT_OK;
 }
 
-INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *tokens,
-                                              uint32_t B, uint32_t T, uint32_t how) {
+INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *tokens, uint32_t B,
+                                              uint32_t T, uint32_t how) {
     const char *fn = "induct_model_set_ablation_mean";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_FAIL_IF(how > INDUCT_MEAN_PER_POSITION, INDUCT_EINVAL,
@@ -149,10 +149,12 @@ INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *to
                 for (size_t p = 0; p < T; p++) {
                     const float *zp = z + ((b * T + p) * HD + h * dh);
                     double *ap = acc + (how ? p : 0) * dh;
-                    for (size_t j = 0; j < dh; j++) ap[j] += zp[j];
+                    for (size_t j = 0; j < dh; j++)
+                        ap[j] += zp[j];
                 }
             float *dst = mean + (l * H + h) * MT * dh;
-            for (size_t i = 0; i < MT * dh; i++) dst[i] = (float)(acc[i] / cnt);
+            for (size_t i = 0; i < MT * dh; i++)
+                dst[i] = (float)(acc[i] / cnt);
         }
     }
     free(acc);
@@ -234,8 +236,10 @@ void induct__ablation_hook(induct_model *m, uint32_t l, uint32_t B, uint32_t T) 
         for (size_t b = 0; b < B; b++)
             for (size_t p = 0; p < T; p++) {
                 float *zp = z + (b * T + p) * HD + h * dh;
-                if (mode[h] == INDUCT__ABL_ZERO) memset(zp, 0, dh * sizeof *zp);
-                else memcpy(zp, mean_of(m, l, h, p), dh * sizeof *zp);
+                if (mode[h] == INDUCT__ABL_ZERO)
+                    memset(zp, 0, dh * sizeof *zp);
+                else
+                    memcpy(zp, mean_of(m, l, h, p), dh * sizeof *zp);
             }
     }
 }
@@ -278,11 +282,11 @@ static int attribution_general(induct_model *m, const induct__eval *ev, uint32_t
 typedef struct fast_ctx {
     induct_model *m;
     const induct__eval *ev;
-    uint32_t B;         /* sequences in this chunk */
-    uint32_t s0;        /* first sequence of the chunk */
-    uint32_t R;         /* query rows: 2 per sequence */
-    size_t *row;        /* [R] row index b*T + p into the chunk */
-    int32_t *tgt;       /* [R] target token of each row */
+    uint32_t B;   /* sequences in this chunk */
+    uint32_t s0;  /* first sequence of the chunk */
+    uint32_t R;   /* query rows: 2 per sequence */
+    size_t *row;  /* [R] row index b*T + p into the chunk */
+    int32_t *tgt; /* [R] target token of each row */
     uint32_t mode, preserve;
     /* packed weights [n_layers][D][HD] */
     float *wq, *wk, *wv;
@@ -296,12 +300,15 @@ static void layernorm_rows(float *out, const float *in, const float *w, const fl
     for (size_t n = 0; n < N; n++) {
         const float *x = in + n * D;
         double mu = 0.0, var = 0.0;
-        for (size_t i = 0; i < D; i++) mu += x[i];
+        for (size_t i = 0; i < D; i++)
+            mu += x[i];
         mu /= (double)D;
-        for (size_t i = 0; i < D; i++) var += ((double)x[i] - mu) * ((double)x[i] - mu);
+        for (size_t i = 0; i < D; i++)
+            var += ((double)x[i] - mu) * ((double)x[i] - mu);
         var /= (double)D;
         float rstd = (float)(1.0 / sqrt(var + 1e-5));
-        for (size_t i = 0; i < D; i++) out[n * D + i] = ((float)(x[i] - mu) * rstd) * w[i] + b[i];
+        for (size_t i = 0; i < D; i++)
+            out[n * D + i] = ((float)(x[i] - mu) * rstd) * w[i] + b[i];
     }
 }
 
@@ -315,7 +322,8 @@ static void softmax_causal(float *row, size_t n) {
         s += row[i];
     }
     float inv = (float)(1.0 / s);
-    for (size_t i = 0; i < n; i++) row[i] *= inv;
+    for (size_t i = 0; i < n; i++)
+        row[i] *= inv;
 }
 
 /* Keys (smeared), values and queries of layer l from the residual ctx->r on all rows;
@@ -324,8 +332,8 @@ static void inputs_from_resid(fast_ctx *cx, uint32_t l, int rows) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
-    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
-           dh = c->d_head, HD = H * dh, R = cx->R;
+    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads, dh = c->d_head,
+           HD = H * dh, R = cx->R;
     float *x = cx->r;
     if (c->layer_norm) {
         layernorm_rows(cx->x, cx->r, P(o->ln1_w), P(o->ln1_b), N, D);
@@ -335,7 +343,8 @@ static void inputs_from_resid(fast_ctx *cx, uint32_t l, int rows) {
     if (c->positional == INDUCT_POS_SHORTFORMER) {
         const float *Wp = P(m->W_pos);
         for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++) cx->qk[n * D + i] = x[n * D + i] + Wp[(n % T) * D + i];
+            for (size_t i = 0; i < D; i++)
+                cx->qk[n * D + i] = x[n * D + i] + Wp[(n % T) * D + i];
         qk = cx->qk;
     }
     const float *wq = cx->wq + (size_t)l * D * HD, *wk = cx->wk + (size_t)l * D * HD,
@@ -359,7 +368,8 @@ static void inputs_from_resid(fast_ctx *cx, uint32_t l, int rows) {
     }
     induct__an_sgemm(0, 0, nq, HD, D, 1.0f, qin, D, wq, HD, 0.0f, cx->q, HD);
     for (size_t n = 0; n < nq; n++)
-        for (size_t j = 0; j < HD; j++) cx->q[n * HD + j] += bQ[j];
+        for (size_t j = 0; j < HD; j++)
+            cx->q[n * HD + j] += bQ[j];
 }
 
 /* Without LayerNorm, the inputs of layer l = l0 + 1 are linear in the residual
@@ -369,8 +379,8 @@ static void inputs_from_resid(fast_ctx *cx, uint32_t l, int rows) {
 static void inputs_from_delta(fast_ctx *cx, uint32_t l, uint32_t l0, int h, int rows) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
-    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
-           dh = c->d_head, HD = H * dh, R = cx->R;
+    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads, dh = c->d_head,
+           HD = H * dh, R = cx->R;
     const induct__layer_act *a = &m->A[l];
     memcpy(cx->kr, WS(a->k_raw), N * HD * sizeof(float));
     memcpy(cx->v, WS(a->v), N * HD * sizeof(float));
@@ -425,8 +435,8 @@ static void attend_full(fast_ctx *cx, uint32_t l, int frozen) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
-    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads,
-           dh = c->d_head, HD = H * dh, TT = T * T;
+    size_t T = cx->ev->T, N = (size_t)cx->B * T, D = c->d_model, H = c->n_heads, dh = c->d_head,
+           HD = H * dh, TT = T * T;
     const float *K = smear(cx, l);
     float scale = 1.0f / sqrtf((float)dh);
     for (size_t b = 0; b < cx->B; b++)
@@ -448,7 +458,8 @@ static void attend_full(fast_ctx *cx, uint32_t l, int frozen) {
         }
     const float *bO = P(o->b_O);
     for (size_t n = 0; n < N; n++)
-        for (size_t i = 0; i < D; i++) cx->r[n * D + i] += bO[i];
+        for (size_t i = 0; i < D; i++)
+            cx->r[n * D + i] += bO[i];
     induct__an_sgemm(0, 0, N, D, HD, 1.0f, cx->z, HD, P(o->W_O), D, 1.0f, cx->r, D);
 }
 
@@ -458,8 +469,8 @@ static void attend_rows(fast_ctx *cx, uint32_t l, int frozen) {
     induct_model *m = cx->m;
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
-    size_t T = cx->ev->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh,
-           TT = T * T, R = cx->R;
+    size_t T = cx->ev->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh, TT = T * T,
+           R = cx->R;
     const float *K = smear(cx, l);
     float scale = 1.0f / sqrtf((float)dh);
     const float *bO = P(o->b_O);
@@ -477,7 +488,8 @@ static void attend_rows(fast_ctx *cx, uint32_t l, int frozen) {
             induct__an_sgemm(0, 0, 1, dh, p + 1, 1.0f, A, p + 1, cx->v + b * T * HD + h * dh, HD,
                              0.0f, cx->zrow + i * HD + h * dh, dh);
         }
-        for (size_t d = 0; d < D; d++) cx->fin[i * D + d] += bO[d];
+        for (size_t d = 0; d < D; d++)
+            cx->fin[i * D + d] += bO[d];
     }
     induct__an_sgemm(0, 0, R, D, HD, 1.0f, cx->zrow, HD, P(o->W_O), D, 1.0f, cx->fin, D);
 }
@@ -491,7 +503,8 @@ static void head_delta(fast_ctx *cx, uint32_t l0, uint32_t h, const size_t *rows
         size_t rw = rows ? rows[i] : i;
         const float *zp = z + rw * HD + (size_t)h * dh;
         const float *mp = cx->mode == INDUCT__ABL_MEAN ? mean_of(m, l0, h, rw % T) : NULL;
-        for (size_t j = 0; j < dh; j++) cx->zd[i * dh + j] = (mp ? mp[j] : 0.0f) - zp[j];
+        for (size_t j = 0; j < dh; j++)
+            cx->zd[i * dh + j] = (mp ? mp[j] : 0.0f) - zp[j];
     }
 }
 
@@ -505,7 +518,8 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
     const float *WO = h >= 0 ? P(m->L[l0].W_O) + (size_t)h * dh * D : NULL;
     if (l0 == L - 1) {
         const float *rf = WS(m->a_resid_final);
-        for (size_t i = 0; i < R; i++) memcpy(cx->fin + i * D, rf + cx->row[i] * D, D * sizeof(float));
+        for (size_t i = 0; i < R; i++)
+            memcpy(cx->fin + i * D, rf + cx->row[i] * D, D * sizeof(float));
         if (h >= 0) {
             head_delta(cx, l0, (uint32_t)h, cx->row, R);
             induct__an_sgemm(0, 0, R, D, dh, 1.0f, cx->zd, dh, WO, D, 1.0f, cx->fin, D);
@@ -548,15 +562,16 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
             if (lg[u] > mx) mx = lg[u];
         }
         double s = 0.0;
-        for (size_t u = 0; u < V; u++) s += expf(lg[u] - mx);
+        for (size_t u = 0; u < V; u++)
+            s += expf(lg[u] - mx);
         loss[i] = log(s) + (double)mx - (double)lg[cx->tgt[i]];
     }
 }
 
 static void fast_free(fast_ctx *cx) {
-    float **bufs[] = {&cx->wq, &cx->wk, &cx->wv, &cx->r, &cx->x, &cx->qk, &cx->q, &cx->kr,
-                      &cx->k, &cx->v, &cx->z, &cx->att, &cx->zd, &cx->fin, &cx->y, &cx->logits,
-                      &cx->qrow, &cx->zrow, &cx->mq};
+    float **bufs[] = {&cx->wq, &cx->wk,     &cx->wv,   &cx->r,    &cx->x,   &cx->qk, &cx->q,
+                      &cx->kr, &cx->k,      &cx->v,    &cx->z,    &cx->att, &cx->zd, &cx->fin,
+                      &cx->y,  &cx->logits, &cx->qrow, &cx->zrow, &cx->mq};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         free(*bufs[i]);
         *bufs[i] = NULL;
@@ -578,11 +593,25 @@ static int fast_alloc(fast_ctx *cx) {
     struct {
         float **p;
         size_t n;
-    } plan[] = {{&cx->wq, W},      {&cx->wk, W},     {&cx->wv, W},      {&cx->r, ND},
-                {&cx->x, ND},      {&cx->qk, ND},    {&cx->q, NHD},     {&cx->kr, NHD},
-                {&cx->k, NHD},     {&cx->v, NHD},    {&cx->z, NHD},     {&cx->att, TT},
-                {&cx->zd, zdn},    {&cx->fin, R * D}, {&cx->y, R * D},  {&cx->logits, RV},
-                {&cx->qrow, R * (D > c->d_head ? D : c->d_head)}, {&cx->zrow, R * HD}, {&cx->mq, 3 * c->d_head * HD}};
+    } plan[] = {{&cx->wq, W},
+                {&cx->wk, W},
+                {&cx->wv, W},
+                {&cx->r, ND},
+                {&cx->x, ND},
+                {&cx->qk, ND},
+                {&cx->q, NHD},
+                {&cx->kr, NHD},
+                {&cx->k, NHD},
+                {&cx->v, NHD},
+                {&cx->z, NHD},
+                {&cx->att, TT},
+                {&cx->zd, zdn},
+                {&cx->fin, R * D},
+                {&cx->y, R * D},
+                {&cx->logits, RV},
+                {&cx->qrow, R * (D > c->d_head ? D : c->d_head)},
+                {&cx->zrow, R * HD},
+                {&cx->mq, 3 * c->d_head * HD}};
     for (size_t i = 0; i < sizeof plan / sizeof *plan; i++) {
         *plan[i].p = malloc((plan[i].n ? plan[i].n : 1) * sizeof(float));
         if (!*plan[i].p) {
@@ -653,7 +682,8 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
         }
     }
     if (rc == INDUCT_OK) {
-        for (size_t i = 0; i < L * H; i++) out[i] = (float)(dsum[i] / ev->n_seq);
+        for (size_t i = 0; i < L * H; i++)
+            out[i] = (float)(dsum[i] / ev->n_seq);
         *icl_out = st / ev->n_seq - se / ev->n_seq;
     }
     free(dsum);
@@ -667,6 +697,13 @@ INDUCT_API int induct_analysis_ablation_attribution(induct_model *m, const induc
                                                     const induct_eval_config *cfg, uint32_t mode,
                                                     float *out, size_t out_cap, size_t *out_len,
                                                     double *icl_out) {
+    if (m) atomic_store(&m->interrupt, 0);
+    return induct__analysis_ablation_attribution(m, d, cfg, mode, out, out_cap, out_len, icl_out);
+}
+
+int induct__analysis_ablation_attribution(induct_model *m, const induct_dataset *d,
+                                          const induct_eval_config *cfg, uint32_t mode, float *out,
+                                          size_t out_cap, size_t *out_len, double *icl_out) {
     const char *fn = "induct_analysis_ablation_attribution";
     INDUCT_FAIL_IF(!m || !d, INDUCT_EINVAL, "%s: NULL model or dataset", fn);
     uint32_t base_mode = mode & 0xffu, flags = mode & ~0xffu;
@@ -690,7 +727,6 @@ INDUCT_API int induct_analysis_ablation_attribution(induct_model *m, const induc
                           fn, m->abl.mean_T, ev.T);
     double icl = 0.0;
     if (rc == INDUCT_OK) {
-        atomic_store(&m->interrupt, 0);
         uint32_t preserve = (flags & INDUCT_ABLATE_PRESERVE_PATTERNS) ? 1u : 0u;
         if (m->cfg.d_mlp == 0 && m->abl.active == 0)
             rc = attribution_fast(m, &ev, base_mode, preserve, out, &icl);

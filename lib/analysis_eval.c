@@ -27,8 +27,8 @@ INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size) {
     return INDUCT_OK;
 }
 
-int induct__eval_config(induct_eval_config *c, const induct_model *m,
-                        const induct_eval_config *cfg, const char *fn) {
+int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
+                        const char *fn) {
     induct_eval_config_init(c, sizeof *c);
     if (cfg) INDUCT_TRY(induct__struct_in(c, sizeof *c, sizeof *c, cfg, "induct_eval_config"));
     if (c->seq_len == 0) c->seq_len = m->cfg.n_ctx;
@@ -89,8 +89,8 @@ int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uin
 
 /* One pass over the set: sum of losses per position (sum_out [T-1], may be NULL)
  * and the loss of sequence i at pos[i] (vec_out [n_seq], may be NULL). */
-static int eval_pass(induct_model *m, const induct__eval *ev, double *sum_out,
-                     const uint32_t *pos, float *vec_out, const char *fn) {
+static int eval_pass(induct_model *m, const induct__eval *ev, double *sum_out, const uint32_t *pos,
+                     float *vec_out, const char *fn) {
     uint32_t T1 = ev->T - 1;
     if (sum_out) memset(sum_out, 0, (size_t)T1 * sizeof *sum_out);
     for (uint32_t s0 = 0; s0 < ev->n_seq; s0 += ev->chunk) {
@@ -101,7 +101,8 @@ static int eval_pass(induct_model *m, const induct__eval *ev, double *sum_out,
         for (uint32_t b = 0; b < B; b++) {
             const float *Lb = L + (size_t)b * T1;
             if (sum_out)
-                for (uint32_t p = 0; p < T1; p++) sum_out[p] += Lb[p];
+                for (uint32_t p = 0; p < T1; p++)
+                    sum_out[p] += Lb[p];
             if (vec_out) vec_out[s0 + b] = Lb[pos[s0 + b]];
         }
     }
@@ -127,11 +128,16 @@ int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl) {
 
 INDUCT_API int induct_analysis_icl_score(induct_model *m, const induct_dataset *d,
                                          const induct_eval_config *cfg, double *score_out) {
+    if (m) atomic_store(&m->interrupt, 0);
+    return induct__analysis_icl_score(m, d, cfg, score_out);
+}
+
+int induct__analysis_icl_score(induct_model *m, const induct_dataset *d,
+                               const induct_eval_config *cfg, double *score_out) {
     const char *fn = "induct_analysis_icl_score";
     INDUCT_FAIL_IF(!score_out, INDUCT_EINVAL, "%s: score_out is NULL", fn);
     induct__eval ev;
     INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
-    atomic_store(&m->interrupt, 0);
     double icl;
     int rc = induct__eval_icl(m, &ev, &icl);
     induct__eval_close(&ev);
@@ -142,6 +148,13 @@ INDUCT_API int induct_analysis_icl_score(induct_model *m, const induct_dataset *
 INDUCT_API int induct_analysis_loss_by_position(induct_model *m, const induct_dataset *d,
                                                 const induct_eval_config *cfg, float *out,
                                                 size_t out_cap, size_t *out_len) {
+    if (m) atomic_store(&m->interrupt, 0);
+    return induct__analysis_loss_by_position(m, d, cfg, out, out_cap, out_len);
+}
+
+int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
+                                      const induct_eval_config *cfg, float *out, size_t out_cap,
+                                      size_t *out_len) {
     const char *fn = "induct_analysis_loss_by_position";
     induct__eval ev;
     INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
@@ -152,12 +165,10 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *m, const induct_da
         sum = malloc((size_t)T1 * sizeof *sum);
         if (!sum) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     }
-    if (rc == INDUCT_OK) {
-        atomic_store(&m->interrupt, 0);
-        rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
-    }
+    if (rc == INDUCT_OK) rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
     if (rc == INDUCT_OK)
-        for (uint32_t p = 0; p < T1; p++) out[p] = (float)(sum[p] / ev.n_seq);
+        for (uint32_t p = 0; p < T1; p++)
+            out[p] = (float)(sum[p] / ev.n_seq);
     free(sum);
     induct__eval_close(&ev);
     return rc;
@@ -172,9 +183,8 @@ static void positions(uint64_t seed, uint32_t n, uint32_t T, uint32_t *out) {
     }
 }
 
-INDUCT_API int induct_analysis_loss_positions(const induct_model *m,
-                                              const induct_eval_config *cfg, uint32_t *out,
-                                              size_t out_cap, size_t *out_len) {
+INDUCT_API int induct_analysis_loss_positions(const induct_model *m, const induct_eval_config *cfg,
+                                              uint32_t *out, size_t out_cap, size_t *out_len) {
     const char *fn = "induct_analysis_loss_positions";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     induct_eval_config c;
@@ -187,6 +197,13 @@ INDUCT_API int induct_analysis_loss_positions(const induct_model *m,
 INDUCT_API int induct_analysis_loss_vectors(induct_model *m, const induct_dataset *d,
                                             const induct_eval_config *cfg, float *per_seq_out,
                                             size_t per_seq_cap, float *avg_out, size_t avg_cap) {
+    if (m) atomic_store(&m->interrupt, 0);
+    return induct__analysis_loss_vectors(m, d, cfg, per_seq_out, per_seq_cap, avg_out, avg_cap);
+}
+
+int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
+                                  const induct_eval_config *cfg, float *per_seq_out,
+                                  size_t per_seq_cap, float *avg_out, size_t avg_cap) {
     const char *fn = "induct_analysis_loss_vectors";
     INDUCT_FAIL_IF((!per_seq_out && per_seq_cap) || (!avg_out && avg_cap), INDUCT_EINVAL,
                    "%s: a NULL buffer needs capacity 0", fn);
@@ -198,9 +215,8 @@ INDUCT_API int induct_analysis_loss_vectors(induct_model *m, const induct_datase
         rc = induct__fail(INDUCT_EBUFSIZE, "%s: per_seq_out needs %u floats ([n_seq]), holds %zu",
                           fn, ev.n_seq, per_seq_cap);
     else if (avg_out && avg_cap < T1)
-        rc = induct__fail(INDUCT_EBUFSIZE,
-                          "%s: avg_out needs %u floats ([seq_len - 1]), holds %zu", fn, T1,
-                          avg_cap);
+        rc = induct__fail(INDUCT_EBUFSIZE, "%s: avg_out needs %u floats ([seq_len - 1]), holds %zu",
+                          fn, T1, avg_cap);
     double *sum = NULL;
     uint32_t *pos = NULL;
     float *vec = NULL;
@@ -212,13 +228,13 @@ INDUCT_API int induct_analysis_loss_vectors(induct_model *m, const induct_datase
     }
     if (rc == INDUCT_OK) {
         positions(ev.pos_seed, ev.n_seq, ev.T, pos);
-        atomic_store(&m->interrupt, 0);
         rc = eval_pass(m, &ev, sum, pos, vec, fn);
     }
     if (rc == INDUCT_OK) {
         if (per_seq_out) memcpy(per_seq_out, vec, (size_t)ev.n_seq * sizeof *vec);
         if (avg_out)
-            for (uint32_t p = 0; p < T1; p++) avg_out[p] = (float)(sum[p] / ev.n_seq);
+            for (uint32_t p = 0; p < T1; p++)
+                avg_out[p] = (float)(sum[p] / ev.n_seq);
     }
     free(sum);
     free(pos);
@@ -285,8 +301,8 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
                        "%s: steps must increase strictly (point %zu)", fn, i);
     }
     size_t bytes;
-    INDUCT_FAIL_IF(!induct__mul(n, 2 * sizeof(double), &bytes), INDUCT_ELIMIT, "%s: too many points",
-                   fn);
+    INDUCT_FAIL_IF(!induct__mul(n, 2 * sizeof(double), &bytes), INDUCT_ELIMIT,
+                   "%s: too many points", fn);
     double *s = malloc(bytes);
     INDUCT_FAIL_IF(!s, INDUCT_ENOMEM, "%s: out of memory", fn);
     double *f = s + n;
@@ -294,14 +310,16 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
     for (size_t i = 0; i < n; i++) {
         size_t lo = i > half ? i - half : 0, hi = i + half < n - 1 ? i + half : n - 1;
         double acc = 0.0;
-        for (size_t j = lo; j <= hi; j++) acc += icl[j];
+        for (size_t j = lo; j <= hi; j++)
+            acc += icl[j];
         s[i] = acc / (double)(hi - lo + 1);
     }
     double delta = s[n - 1] - s[0];
     uint32_t found = fabs(delta) >= c.min_change && delta != 0.0;
     double start = NAN, end = NAN;
     if (found) {
-        for (size_t i = 0; i < n; i++) f[i] = (s[i] - s[0]) / delta;
+        for (size_t i = 0; i < n; i++)
+            f[i] = (s[i] - s[0]) / delta;
         f[n - 1] = 1.0;
         size_t i0, i1;
         start = crossing(steps, f, n, 0, c.lo_frac, &i0);

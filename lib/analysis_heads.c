@@ -28,7 +28,7 @@ INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size) {
 }
 
 typedef struct probe {
-    int32_t *tok; /* [n_seq][T] */
+    int32_t *tok;                 /* [n_seq][T] */
     uint32_t n_seq, T, P, R, off; /* off: 1 with BOS, else 0; R: repeats (1 for copying) */
 } probe;
 
@@ -90,7 +90,8 @@ static void probe_fill(const induct_probe_config *c, uint32_t copying, int32_t *
             } while (dup);
             x[off + i] = v;
         }
-        for (uint32_t k = 1; k < reps; k++) memcpy(x + off + k * P, x + off, P * sizeof *x);
+        for (uint32_t k = 1; k < reps; k++)
+            memcpy(x + off + k * P, x + off, P * sizeof *x);
     }
 }
 
@@ -132,8 +133,8 @@ static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t c
 }
 
 /* Summed attention of every query in repeats 2..R on the targets p - mP + shift. */
-static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_t shift,
-                        float *out, size_t out_cap, size_t *out_len, const char *fn) {
+static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_t shift, float *out,
+                        size_t out_cap, size_t *out_len, const char *fn) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
     probe pr;
@@ -149,7 +150,8 @@ static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_
                 for (size_t r = 2; r <= pr.R; r++)
                     for (size_t i = 0; i < P; i++) {
                         size_t p = pr.off + (r - 1) * P + i;
-                        for (size_t mm = 1; mm < r; mm++) s += A[p * T + p - mm * P + shift];
+                        for (size_t mm = 1; mm < r; mm++)
+                            s += A[p * T + p - mm * P + shift];
                     }
                 tot += s / (double)nq;
             }
@@ -169,8 +171,8 @@ INDUCT_API int induct_analysis_duplicate_token(induct_model *m, const induct_pro
     return repeat_score(m, cfg, 0, out, out_cap, out_len, "induct_analysis_duplicate_token");
 }
 
-INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_config *cfg,
-                                       float *out, size_t out_cap, size_t *out_len) {
+INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_config *cfg, float *out,
+                                       size_t out_cap, size_t *out_len) {
     const char *fn = "induct_analysis_copying";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
@@ -196,11 +198,13 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
     const float *WU = m->params + m->W_U;
     for (size_t d = 0; d < D; d++) {
         double s = 0.0;
-        for (size_t v = 0; v < V; v++) s += WU[d * V + v];
+        for (size_t v = 0; v < V; v++)
+            s += WU[d * V + v];
         ubar[d] = s / (double)V;
     }
     for (size_t n = 0; n < N; n++)
-        for (size_t d = 0; d < D; d++) Ws[n * D + d] = WU[d * V + (size_t)pr.tok[n]];
+        for (size_t d = 0; d < D; d++)
+            Ws[n * D + d] = WU[d * V + (size_t)pr.tok[n]];
     const float *lw = c->layer_norm ? m->params + m->lnf_w : NULL;
     for (size_t l = 0; l < c->n_layers; l++) {
         const float *z = induct__ws(m, m->A[l].z), *att = induct__ws(m, m->A[l].att);
@@ -216,7 +220,8 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
                     /* linear part of the final LayerNorm at the clean run's scale */
                     double mu = 0.0, rstd = 1.0;
                     if (lw) {
-                        for (size_t d = 0; d < D; d++) mu += cp[d];
+                        for (size_t d = 0; d < D; d++)
+                            mu += cp[d];
                         mu /= (double)D;
                         rstd = induct__ws(m, m->a_lnf_rstd)[b * T + p];
                     }
@@ -228,7 +233,8 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
                     for (size_t k = 0; k < T; k++) {
                         const double *w = Ws + (b * T + k) * D;
                         double s = 0.0;
-                        for (size_t d = 0; d < D; d++) s += cd[d] * w[d];
+                        for (size_t d = 0; d < D; d++)
+                            s += cd[d] * w[d];
                         lv[k] = s - mean_l > 0.0 ? s - mean_l : 0.0; /* l'_p[t_k] */
                     }
                     for (size_t k = 0; k < T; k++) {
@@ -276,10 +282,9 @@ INDUCT_API int induct_analysis_classify_heads(const float *prev, const float *pr
     induct_classify_config_init(&c, sizeof c);
     if (cfg) INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_classify_config"));
     INDUCT_FAIL_IF(!(c.previous_token > 0 && c.previous_token <= 1 && c.induction > 0 &&
-                     c.induction <= 1 && c.duplicate > 0 && c.duplicate <= 1 &&
-                     c.copying >= -1 && c.copying <= 1),
-                   INDUCT_EINVAL,
-                   "%s: thresholds must lie in (0, 1] (copying in [-1, 1])", fn);
+                     c.induction <= 1 && c.duplicate > 0 && c.duplicate <= 1 && c.copying >= -1 &&
+                     c.copying <= 1),
+                   INDUCT_EINVAL, "%s: thresholds must lie in (0, 1] (copying in [-1, 1])", fn);
     INDUCT_TRY(induct__an_out(fn, "[n]", n, labels_out, labels_cap, out_len));
     for (size_t i = 0; i < n; i++)
         INDUCT_FAIL_IF(!isfinite(prev[i]) || !isfinite(prefix[i]) || !isfinite(dup[i]) ||

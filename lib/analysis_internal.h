@@ -11,8 +11,8 @@
  * but the caller's runs, the caller's OpenMP settings are untouched, and results
  * do not depend on the thread count. Row-major throughout. */
 void induct__an_sgemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
-                      const float *A, size_t lda, const float *B, size_t ldb, float beta,
-                      float *C, size_t ldc);
+                      const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                      size_t ldc);
 void induct__an_dgemm(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
                       const double *A, size_t lda, const double *B, size_t ldb, double beta,
                       double *C, size_t ldc);
@@ -34,9 +34,9 @@ int induct__an_interrupted(induct_model *m, const char *fn);
 
 /* ---- the evaluation set (analysis_eval.c) ------------------------------------------ */
 typedef struct induct__eval {
-    int32_t *tok;       /* [n_seq][T], validated against the model */
+    int32_t *tok; /* [n_seq][T], validated against the model */
     uint32_t n_seq, T, chunk;
-    uint32_t e, t;      /* loss indices: early - 1, late - 1 */
+    uint32_t e, t; /* loss indices: early - 1, late - 1 */
     uint64_t pos_seed;
 } induct__eval;
 /* Validate cfg (NULL = defaults) against the model and fetch the tokens. */
@@ -49,7 +49,24 @@ int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uin
 /* ICL score over the whole set with the ablations in force. */
 int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
 /* Validated config copy (defaults for NULL) and the resolved seq_len. */
-int induct__eval_config(induct_eval_config *c, const induct_model *m,
-                        const induct_eval_config *cfg, const char *fn);
+int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
+                        const char *fn);
+
+/* ---- entry points for other library code ------------------------------------------
+ * As the public functions of the same name, but they leave the model's interrupt flag
+ * alone (the public ones clear it when they start), so that a caller such as the
+ * training driver's metric evaluation does not lose an interrupt that arrives while it
+ * runs. They still return INDUCT_EINTERRUPTED when the flag is set. */
+int induct__analysis_icl_score(induct_model *m, const induct_dataset *d,
+                               const induct_eval_config *cfg, double *score_out);
+int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
+                                      const induct_eval_config *cfg, float *out, size_t out_cap,
+                                      size_t *out_len);
+int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
+                                  const induct_eval_config *cfg, float *per_seq_out,
+                                  size_t per_seq_cap, float *avg_out, size_t avg_cap);
+int induct__analysis_ablation_attribution(induct_model *m, const induct_dataset *d,
+                                          const induct_eval_config *cfg, uint32_t mode, float *out,
+                                          size_t out_cap, size_t *out_len, double *icl_out);
 
 #endif

@@ -6,10 +6,9 @@
 
 #include "analysis_internal.h"
 
-INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,
-                                   uint32_t k, float *scores_out, size_t scores_cap,
-                                   float *components_out, size_t components_cap,
-                                   double *variance_out, size_t variance_cap,
+INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols, uint32_t k,
+                                   float *scores_out, size_t scores_cap, float *components_out,
+                                   size_t components_cap, double *variance_out, size_t variance_cap,
                                    double *total_variance_out) {
     const char *fn = "induct_analysis_pca";
     INDUCT_FAIL_IF(!x || !scores_out, INDUCT_EINVAL, "%s: NULL x or scores_out", fn);
@@ -43,9 +42,11 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
     }
     for (size_t j = 0; j < n; j++) {
         double mu = 0.0;
-        for (size_t i = 0; i < m; i++) mu += x[i * n + j];
+        for (size_t i = 0; i < m; i++)
+            mu += x[i * n + j];
         mu /= (double)m;
-        for (size_t i = 0; i < m; i++) a[i * n + j] = (double)x[i * n + j] - mu;
+        for (size_t i = 0; i < m; i++)
+            a[i * n + j] = (double)x[i * n + j] - mu;
     }
     int info = induct__an_dgesdd(m, n, a, s, u, vt);
     int rc = INDUCT_OK;
@@ -58,19 +59,25 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
             for (size_t j = 1; j < n; j++)
                 if (fabs(vt[c * n + j]) > fabs(vt[c * n + jmax])) jmax = j;
             if (vt[c * n + jmax] < 0) {
-                for (size_t j = 0; j < n; j++) vt[c * n + j] = -vt[c * n + j];
-                for (size_t i = 0; i < m; i++) u[i * mn + c] = -u[i * mn + c];
+                for (size_t j = 0; j < n; j++)
+                    vt[c * n + j] = -vt[c * n + j];
+                for (size_t i = 0; i < m; i++)
+                    u[i * mn + c] = -u[i * mn + c];
             }
         }
         for (size_t i = 0; i < m; i++)
-            for (size_t c = 0; c < k; c++) scores_out[i * k + c] = (float)(u[i * mn + c] * s[c]);
+            for (size_t c = 0; c < k; c++)
+                scores_out[i * k + c] = (float)(u[i * mn + c] * s[c]);
         if (components_out)
             for (size_t c = 0; c < k; c++)
-                for (size_t j = 0; j < n; j++) components_out[c * n + j] = (float)vt[c * n + j];
+                for (size_t j = 0; j < n; j++)
+                    components_out[c * n + j] = (float)vt[c * n + j];
         double tv = 0.0;
-        for (size_t c = 0; c < mn; c++) tv += s[c] * s[c] / (double)(m - 1);
+        for (size_t c = 0; c < mn; c++)
+            tv += s[c] * s[c] / (double)(m - 1);
         if (variance_out)
-            for (size_t c = 0; c < k; c++) variance_out[c] = s[c] * s[c] / (double)(m - 1);
+            for (size_t c = 0; c < k; c++)
+                variance_out[c] = s[c] * s[c] / (double)(m - 1);
         if (total_variance_out) *total_variance_out = tv;
     }
     free(a);

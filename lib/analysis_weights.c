@@ -8,7 +8,8 @@
 
 /* Copy a float matrix block into doubles. */
 static void to_double(double *dst, const float *src, size_t n) {
-    for (size_t i = 0; i < n; i++) dst[i] = src[i];
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
 }
 
 INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, size_t out_cap,
@@ -44,8 +45,9 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
             induct__an_dgemm(0, 0, dh, dh, D, 1.0, t1, D, Wv, dh, 0.0, M, dh);
             int info = induct__an_dgeev(dh, M, wr, wi);
             if (info != 0) {
-                rc = induct__fail(INDUCT_ERROR, "%s: LAPACKE_dgeev failed (info %d) for head (%zu, %zu)",
-                                  fn, info, l, h);
+                rc = induct__fail(INDUCT_ERROR,
+                                  "%s: LAPACKE_dgeev failed (info %d) for head (%zu, %zu)", fn,
+                                  info, l, h);
                 break;
             }
             double re = 0.0, ab = 0.0;
@@ -77,7 +79,8 @@ static double frob2_abct(const double *GA, const double *Bm, const double *GC, s
     induct__an_dgemm(0, 0, dh, dh, dh, 1.0, GA, dh, Bm, dh, 0.0, X, dh);
     induct__an_dgemm(0, 0, dh, dh, dh, 1.0, Bm, dh, GC, dh, 0.0, Y, dh);
     double s = 0.0;
-    for (size_t i = 0; i < dh * dh; i++) s += X[i] * Y[i];
+    for (size_t i = 0; i < dh * dh; i++)
+        s += X[i] * Y[i];
     return s > 0.0 ? s : 0.0;
 }
 
@@ -86,8 +89,8 @@ static double frob2_abct(const double *GA, const double *Bm, const double *GC, s
  * plus W_O [dh][D] and W_Q, W_K, W_V [D][dh]. */
 typedef struct heads_f {
     size_t n, D, dh;
-    double *WQ, *WK, *WV, *WO;   /* [n][D][dh], [n][dh][D] */
-    double *GQ, *GK, *GV, *GOt;  /* [n][dh][dh] */
+    double *WQ, *WK, *WV, *WO;  /* [n][D][dh], [n][dh][D] */
+    double *GQ, *GK, *GV, *GOt; /* [n][dh][dh] */
 } heads_f;
 
 static void heads_free(heads_f *f) {
@@ -107,8 +110,8 @@ static int heads_alloc(heads_f *f, size_t n, size_t D, size_t dh) {
     f->D = D;
     f->dh = dh;
     size_t big, small;
-    INDUCT_FAIL_IF(!induct__mul(n, D * dh, &big) || !induct__mul(n, dh * dh, &small),
-                   INDUCT_ELIMIT, "composition: size overflow");
+    INDUCT_FAIL_IF(!induct__mul(n, D * dh, &big) || !induct__mul(n, dh * dh, &small), INDUCT_ELIMIT,
+                   "composition: size overflow");
     f->WQ = malloc(big * sizeof(double));
     f->WK = malloc(big * sizeof(double));
     f->WV = malloc(big * sizeof(double));
@@ -141,14 +144,17 @@ static double comp_score(const heads_f *f, size_t i, size_t j, uint32_t kind, do
     double *Bm = tmp + 2 * dh * dh;
     /* ‖OV_i‖² = ‖W_V W_O‖² = tr(GV GOt) ; ‖QK_j‖² = tr(GQ GK) ; ‖OV_j‖² likewise */
     double ov_i = 0.0, second = 0.0;
-    for (size_t a = 0; a < dh * dh; a++) ov_i += f->GV[gi + a] * f->GOt[gi + a];
+    for (size_t a = 0; a < dh * dh; a++)
+        ov_i += f->GV[gi + a] * f->GOt[gi + a];
     const double *Bright, *GC;
     if (kind == INDUCT_COMPOSITION_V) {
-        for (size_t a = 0; a < dh * dh; a++) second += f->GV[gj + a] * f->GOt[gj + a];
+        for (size_t a = 0; a < dh * dh; a++)
+            second += f->GV[gj + a] * f->GOt[gj + a];
         Bright = f->WV + j * D * dh; /* OV_i OV_j = W_V,i (W_O,i W_V,j) W_O,j ; C = W_O,jᵀ */
         GC = f->GOt + gj;
     } else {
-        for (size_t a = 0; a < dh * dh; a++) second += f->GQ[gj + a] * f->GK[gj + a];
+        for (size_t a = 0; a < dh * dh; a++)
+            second += f->GQ[gj + a] * f->GK[gj + a];
         /* Q: W_V,i (W_O,i W_Q,j) W_K,jᵀ ; K: W_V,i (W_O,i W_K,j) W_Q,jᵀ */
         Bright = kind == INDUCT_COMPOSITION_Q ? f->WQ + j * D * dh : f->WK + j * D * dh;
         GC = kind == INDUCT_COMPOSITION_Q ? f->GK + gj : f->GQ + gj;
@@ -167,8 +173,8 @@ INDUCT_API int induct_analysis_composition(const induct_model *m, uint32_t kind,
                    "%s: kind %u is not an INDUCT_COMPOSITION_* value", fn, kind);
     const induct_model_config *c = &m->cfg;
     size_t n = (size_t)c->n_layers * c->n_heads, D = c->d_model, dh = c->d_head, H = c->n_heads;
-    INDUCT_TRY(induct__an_out(fn, "[n_layers][n_heads][n_layers][n_heads]", n * n, out, out_cap,
-                              out_len));
+    INDUCT_TRY(
+        induct__an_out(fn, "[n_layers][n_heads][n_layers][n_heads]", n * n, out, out_cap, out_len));
     heads_f f;
     INDUCT_TRY(heads_alloc(&f, n, D, dh));
     double *tmp = malloc(3 * dh * dh * sizeof *tmp);
@@ -215,10 +221,14 @@ INDUCT_API int induct_analysis_composition_baseline(const induct_model *m, uint3
     for (uint32_t s = 0; s < n_samples; s++) {
         /* head 0 gives W_V, W_O; head 1 gives W_Q, W_K (Q-composition; K and V have the
          * same distribution for independent Gaussian factors) */
-        for (size_t i = 0; i < D * dh; i++) f.WV[i] = induct__rng_normal(&r);
-        for (size_t i = 0; i < dh * D; i++) f.WO[i] = induct__rng_normal(&r);
-        for (size_t i = 0; i < D * dh; i++) f.WQ[D * dh + i] = induct__rng_normal(&r);
-        for (size_t i = 0; i < D * dh; i++) f.WK[D * dh + i] = induct__rng_normal(&r);
+        for (size_t i = 0; i < D * dh; i++)
+            f.WV[i] = induct__rng_normal(&r);
+        for (size_t i = 0; i < dh * D; i++)
+            f.WO[i] = induct__rng_normal(&r);
+        for (size_t i = 0; i < D * dh; i++)
+            f.WQ[D * dh + i] = induct__rng_normal(&r);
+        for (size_t i = 0; i < D * dh; i++)
+            f.WK[D * dh + i] = induct__rng_normal(&r);
         memset(f.WQ, 0, D * dh * sizeof(double));
         memset(f.WK, 0, D * dh * sizeof(double));
         memset(f.WV + D * dh, 0, D * dh * sizeof(double));

@@ -41,20 +41,20 @@ static void dump(const char *name, const char *dtype, size_t esize, const void *
     }
     fclose(f);
 }
-#define DUMP_F(name, data, ...)                                                            \
-    do {                                                                                   \
-        size_t d_[] = {__VA_ARGS__};                                                       \
-        dump(name, "f4", 4, data, (int)(sizeof d_ / sizeof *d_), d_);                      \
+#define DUMP_F(name, data, ...)                                                                    \
+    do {                                                                                           \
+        size_t d_[] = {__VA_ARGS__};                                                               \
+        dump(name, "f4", 4, data, (int)(sizeof d_ / sizeof *d_), d_);                              \
     } while (0)
-#define DUMP_D(name, data, ...)                                                            \
-    do {                                                                                   \
-        size_t d_[] = {__VA_ARGS__};                                                       \
-        dump(name, "f8", 8, data, (int)(sizeof d_ / sizeof *d_), d_);                      \
+#define DUMP_D(name, data, ...)                                                                    \
+    do {                                                                                           \
+        size_t d_[] = {__VA_ARGS__};                                                               \
+        dump(name, "f8", 8, data, (int)(sizeof d_ / sizeof *d_), d_);                              \
     } while (0)
-#define DUMP_I(name, data, ...)                                                            \
-    do {                                                                                   \
-        size_t d_[] = {__VA_ARGS__};                                                       \
-        dump(name, "i4", 4, data, (int)(sizeof d_ / sizeof *d_), d_);                      \
+#define DUMP_I(name, data, ...)                                                                    \
+    do {                                                                                           \
+        size_t d_[] = {__VA_ARGS__};                                                               \
+        dump(name, "i4", 4, data, (int)(sizeof d_ / sizeof *d_), d_);                              \
     } while (0)
 
 static uint64_t lcg_state = 12345;
@@ -78,7 +78,8 @@ static void randomize_and_dump(induct_model *m, const char *prefix, double std) 
         die(induct_model_tensor_info(m, i, &name, shape, &ndim, &n), "tensor_info");
         float *buf = malloc(n * sizeof *buf);
         int gain = strstr(name, "ln") && name[strlen(name) - 1] == 'w';
-        for (size_t j = 0; j < n; j++) buf[j] = (float)((gain ? 1.0 : 0.0) + std * nrand());
+        for (size_t j = 0; j < n; j++)
+            buf[j] = (float)((gain ? 1.0 : 0.0) + std * nrand());
         die(induct_model_set_tensor(m, name, buf, n), "set_tensor");
         char full[256];
         snprintf(full, sizeof full, "%s%s", prefix, name);
@@ -159,7 +160,8 @@ int main(int argc, char **argv) {
         /* patterns too, so the NumPy forward can be checked on its own */
         static float att[4][L * H * 10 * 10];
         for (int b = 0; b < 4; b++)
-            die(induct_model_attention(m, tok + b * 10, 10, att[b], L * H * 100, &len), "attention");
+            die(induct_model_attention(m, tok + b * 10, 10, att[b], L * H * 100, &len),
+                "attention");
         DUMP_F("c_att", att, 4, L, H, 10, 10);
         induct_model_free(m);
     }

@@ -75,7 +75,8 @@ int main(int argc, char **argv) {
     tt[k++] = now() - t, t = now();
     ok(induct_analysis_copying_eigen(m, eig, 16, &len), "eigen");
     tt[k++] = now() - t, t = now();
-    for (uint32_t q = 0; q < 3; q++) ok(induct_analysis_composition(m, q, comp[q], 256, &len), "comp");
+    for (uint32_t q = 0; q < 3; q++)
+        ok(induct_analysis_composition(m, q, comp[q], 256, &len), "comp");
     tt[k++] = now() - t, t = now();
     ok(induct_analysis_composition_baseline(m, 20, 0, &base), "baseline");
     tt[k++] = now() - t, t = now();
@@ -85,15 +86,16 @@ int main(int argc, char **argv) {
     ok(induct_analysis_classify_heads(prev, pm, dup, copy, 16, NULL, labels, 16, &len), "classify");
     tt[k++] = now() - t, t = now();
     double total = now() - t0, total_cpu = cpu() - c0;
-    const char *names[] = {"loss vectors+curve", "prefix matching", "duplicate token",
-                           "previous token (4x512)", "copying (empirical)", "copying (eigen)",
-                           "composition Q/K/V", "baseline (20 draws)", "ablation attribution",
-                           "classify"};
-    printf("d_model 256, 8 heads, 2 layers, n_ctx 512, d_vocab %u, threads %u, chunk %u\n", V,
-           nt, ec.chunk);
-    for (int i = 0; i < k; i++) printf("  %-24s %8.3f s\n", names[i], tt[i]);
-    printf("  %-24s %8.3f s  (process CPU time %.3f s; icl %.4f = curve %.4f)\n", "total",
-           total, total_cpu, icl, (double)curve[499] - curve[49]);
+    const char *names[] = {
+        "loss vectors+curve",   "prefix matching", "duplicate token",   "previous token (4x512)",
+        "copying (empirical)",  "copying (eigen)", "composition Q/K/V", "baseline (20 draws)",
+        "ablation attribution", "classify"};
+    printf("d_model 256, 8 heads, 2 layers, n_ctx 512, d_vocab %u, threads %u, chunk %u\n", V, nt,
+           ec.chunk);
+    for (int i = 0; i < k; i++)
+        printf("  %-24s %8.3f s\n", names[i], tt[i]);
+    printf("  %-24s %8.3f s  (process CPU time %.3f s; icl %.4f = curve %.4f)\n", "total", total,
+           total_cpu, icl, (double)curve[499] - curve[49]);
     /* reference: one forward pass over the evaluation set */
     t = now();
     ok(induct_analysis_icl_score(m, d, &ec, &icl), "icl");

@@ -86,19 +86,26 @@ static induct_model *induction_circuit(void) {
     induct_model *m = model(2, CD, 1, CDH, CV, CCTX);
     zero_all(m);
     float *WE = zeros(CV * CD), *Wpos = zeros(CCTX * CD), *WU = zeros(CD * CV);
-    for (int t = 0; t < CV; t++) WE[t * CD + TOK(t)] = 1.0f;
-    for (int p = 0; p < CCTX; p++) Wpos[p * CD + POS(p)] = 1.0f;
-    for (int t = 0; t < CV; t++) WU[OUT(t) * CV + t] = 15.0f;
+    for (int t = 0; t < CV; t++)
+        WE[t * CD + TOK(t)] = 1.0f;
+    for (int p = 0; p < CCTX; p++)
+        Wpos[p * CD + POS(p)] = 1.0f;
+    for (int t = 0; t < CV; t++)
+        WU[OUT(t) * CV + t] = 15.0f;
     set(m, "embed.W_E", WE);
     set(m, "pos_embed.W_pos", Wpos);
     set(m, "unembed.W_U", WU);
     float c = (float)sqrt(30.0 * sqrt((double)CDH)); /* score 30 after 1/sqrt(d_head) */
     float *WQ = zeros(CD * CDH), *WK = zeros(CD * CDH), *WV = zeros(CD * CDH),
           *WO = zeros(CDH * CD);
-    for (int p = 0; p < CCTX; p++) WQ[POS(p) * CDH + p] = c;
-    for (int j = 0; j + 1 < CDH; j++) WK[POS(j) * CDH + j + 1] = c;
-    for (int t = 0; t < CV; t++) WV[TOK(t) * CDH + t] = 1.0f;
-    for (int t = 0; t < CV; t++) WO[t * CD + PREV(t)] = 1.0f;
+    for (int p = 0; p < CCTX; p++)
+        WQ[POS(p) * CDH + p] = c;
+    for (int j = 0; j + 1 < CDH; j++)
+        WK[POS(j) * CDH + j + 1] = c;
+    for (int t = 0; t < CV; t++)
+        WV[TOK(t) * CDH + t] = 1.0f;
+    for (int t = 0; t < CV; t++)
+        WO[t * CD + PREV(t)] = 1.0f;
     set(m, "blocks.0.attn.W_Q", WQ);
     set(m, "blocks.0.attn.W_K", WK);
     set(m, "blocks.0.attn.W_V", WV);
@@ -106,9 +113,12 @@ static induct_model *induction_circuit(void) {
     memset(WQ, 0, CD * CDH * sizeof *WQ);
     memset(WK, 0, CD * CDH * sizeof *WK);
     memset(WO, 0, CDH * CD * sizeof *WO);
-    for (int t = 0; t < CV; t++) WQ[TOK(t) * CDH + t] = c;
-    for (int t = 0; t < CV; t++) WK[PREV(t) * CDH + t] = c;
-    for (int t = 0; t < CV; t++) WO[t * CD + OUT(t)] = 1.0f;
+    for (int t = 0; t < CV; t++)
+        WQ[TOK(t) * CDH + t] = c;
+    for (int t = 0; t < CV; t++)
+        WK[PREV(t) * CDH + t] = c;
+    for (int t = 0; t < CV; t++)
+        WO[t * CD + OUT(t)] = 1.0f;
     set(m, "blocks.1.attn.W_Q", WQ);
     set(m, "blocks.1.attn.W_K", WK);
     set(m, "blocks.1.attn.W_V", WV);
@@ -144,8 +154,8 @@ static void circuit_eval(induct_eval_config *ec) {
     ec->n_seq = 8;
     ec->seq_len = 64;
     ec->chunk = 3; /* not a divisor of n_seq: exercises the last short chunk */
-    ec->early = 5;  /* predicts position 5, inside the first block */
-    ec->late = 50;  /* predicts position 50, inside the third copy */
+    ec->early = 5; /* predicts position 5, inside the first block */
+    ec->late = 50; /* predicts position 50, inside the third copy */
 }
 
 START_TEST(test_induction_circuit) {
@@ -163,7 +173,8 @@ START_TEST(test_induction_circuit) {
     ck_ok(induct_analysis_previous_token_score(m, d, 8, 64, prev, 2, &len));
     ck_assert_msg(prev[0] > 0.99f, "previous-token head scores %g", prev[0]);
     ck_assert_msg(prev[1] < 0.2f, "induction head previous-token score %g", prev[1]);
-    /* weights: the induction head's OV circuit is 15 x identity, layer 0 writes nothing W_U reads */
+    /* weights: the induction head's OV circuit is 15 x identity, layer 0 writes nothing W_U reads
+     */
     ck_ok(induct_analysis_copying_eigen(m, eig, 2, &len));
     ck_assert_double_eq_tol(eig[1], 1.0, 1e-6);
     ck_assert_float_eq(eig[0], 0.0f);
@@ -219,7 +230,8 @@ START_TEST(test_uniform_attention) {
     const uint32_t P = 6, R = 3, off = 1;
     double expect = 0.0;
     for (uint32_t r = 2; r <= R; r++)
-        for (uint32_t i = 0; i < P; i++) expect += (double)(r - 1) / (off + (r - 1) * P + i + 1);
+        for (uint32_t i = 0; i < P; i++)
+            expect += (double)(r - 1) / (off + (r - 1) * P + i + 1);
     expect /= (double)((R - 1) * P);
     float pm[4], dup[4];
     size_t len;
@@ -239,9 +251,11 @@ START_TEST(test_uniform_attention) {
     float prev[4];
     ck_ok(induct_analysis_previous_token_score(m, d, 3, 30, prev, 4, &len));
     double pe = 0.0;
-    for (int i = 1; i < 30; i++) pe += 1.0 / (i + 1);
+    for (int i = 1; i < 30; i++)
+        pe += 1.0 / (i + 1);
     pe /= 29.0;
-    for (int i = 0; i < 4; i++) ck_assert_double_eq_tol(prev[i], pe, 1e-6);
+    for (int i = 0; i < 4; i++)
+        ck_assert_double_eq_tol(prev[i], pe, 1e-6);
     induct_dataset_free(d);
     induct_model_free(m);
 }
@@ -283,8 +297,10 @@ START_TEST(test_ov_identity) {
         ck_ok(induct_analysis_copying_eigen(m, &eig, 1, &len));
         ck_assert_double_eq_tol(eig, sign, 1e-6);
         ck_ok(induct_analysis_copying(m, NULL, &emp, 1, &len));
-        if (sign > 0) ck_assert_msg(emp > 0.99f, "+identity empirical copying %g", emp);
-        else ck_assert_msg(emp < -0.99f, "-identity empirical copying %g", emp);
+        if (sign > 0)
+            ck_assert_msg(emp > 0.99f, "+identity empirical copying %g", emp);
+        else
+            ck_assert_msg(emp < -0.99f, "-identity empirical copying %g", emp);
         /* with BOS in the copying probe too */
         induct_probe_config pc;
         induct_probe_config_init(&pc, sizeof pc);
@@ -304,7 +320,8 @@ START_TEST(test_zero_ablation_exact) {
     induct_model *m = model(1, D, H, DH, V, 16);
     tu_randomize(m, 0.5, 21);
     float *I = zeros(D * V), *bU = zeros(V);
-    for (int i = 0; i < D; i++) I[i * V + i] = 1.0f;
+    for (int i = 0; i < D; i++)
+        I[i * V + i] = 1.0f;
     set(m, "unembed.W_U", I);
     set(m, "unembed.b_U", bU);
     int32_t tok[T];
@@ -331,13 +348,15 @@ START_TEST(test_zero_ablation_exact) {
                 for (int j = 0; j < DH; j++) {
                     double v = bV[h * DH + j];
                     for (int i = 0; i < D; i++)
-                        v += ((double)WE[tok[k] * D + i] + Wp[k * D + i]) * WV[(h * D + i) * DH + j];
+                        v +=
+                            ((double)WE[tok[k] * D + i] + Wp[k * D + i]) * WV[(h * D + i) * DH + j];
                     zp[j] += a * v;
                 }
             }
             for (int i = 0; i < D; i++) {
                 double contrib = 0.0;
-                for (int j = 0; j < DH; j++) contrib += zp[j] * WO[(h * DH + j) * D + i];
+                for (int j = 0; j < DH; j++)
+                    contrib += zp[j] * WO[(h * DH + j) * D + i];
                 ck_assert_double_eq_tol((double)abl[p * V + i] - clean[p * V + i], -contrib, 2e-5);
             }
         }
@@ -361,7 +380,8 @@ START_TEST(test_zero_ablation_two_layers) {
     induct_model *m = model(2, D, H, DH, V, 8);
     tu_randomize(m, 0.5, 8);
     float *I = zeros(D * V), *bU = zeros(V);
-    for (int i = 0; i < D; i++) I[i * V + i] = 1.0f;
+    for (int i = 0; i < D; i++)
+        I[i * V + i] = 1.0f;
     set(m, "unembed.W_U", I);
     set(m, "unembed.b_U", bU);
     int32_t tok[T];
@@ -398,7 +418,8 @@ START_TEST(test_zero_ablation_two_layers) {
         }
         for (int i = 0; i < D; i++) {
             double contrib = 0.0;
-            for (int j = 0; j < DH; j++) contrib += zp[j] * WO[(h * DH + j) * D + i];
+            for (int j = 0; j < DH; j++)
+                contrib += zp[j] * WO[(h * DH + j) * D + i];
             ck_assert_double_eq_tol((double)abl[p * V + i] - clean[p * V + i], -contrib, 2e-5);
         }
     }
@@ -420,7 +441,8 @@ START_TEST(test_ablate_all_direct_path) {
     tu_randomize(m, 0.7, 30);
     int32_t tok[2 * T];
     tu_tokens(tok, 2 * T, V, 12);
-    for (int h = 0; h < H; h++) ck_ok(induct_model_ablate_head(m, 0, h, INDUCT_ABLATE_ZERO));
+    for (int h = 0; h < H; h++)
+        ck_ok(induct_model_ablate_head(m, 0, h, INDUCT_ABLATE_ZERO));
     float lg[2 * T * V];
     ck_ok(induct_model_forward(m, tok, 2, T, lg, 2 * T * V, NULL, 0, NULL));
     float *WE = get(m, "embed.W_E", NULL), *Wp = get(m, "pos_embed.W_pos", NULL),
@@ -471,10 +493,12 @@ START_TEST(test_zero_logits) {
     size_t len;
     ck_ok(induct_analysis_loss_by_position(m, d, &ec, curve, 23, &len));
     ck_assert_uint_eq(len, 23);
-    for (int p = 0; p < 23; p++) ck_assert_float_eq(curve[p], (float)log((double)V));
+    for (int p = 0; p < 23; p++)
+        ck_assert_float_eq(curve[p], (float)log((double)V));
     float attr[4];
     ck_ok(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, attr, 4, &len, &icl));
-    for (int i = 0; i < 4; i++) ck_assert(attr[i] == 0.0f);
+    for (int i = 0; i < 4; i++)
+        ck_assert(attr[i] == 0.0f);
     ck_assert(icl == 0.0);
     induct_dataset_free(d);
     induct_model_free(m);
@@ -488,7 +512,8 @@ START_TEST(test_mean_ablation) {
     induct_model *m = model(1, D, H, DH, V, 8);
     tu_randomize(m, 0.5, 40);
     float *I = zeros(D * V), *bU = zeros(V);
-    for (int i = 0; i < D; i++) I[i * V + i] = 1.0f;
+    for (int i = 0; i < D; i++)
+        I[i * V + i] = 1.0f;
     set(m, "unembed.W_U", I);
     set(m, "unembed.b_U", bU);
     int32_t tok[T], ref[B * T];
@@ -516,24 +541,25 @@ START_TEST(test_mean_ablation) {
     const int h = 1;
     /* z_h[p] of a sequence, in double */
     double zs[T][DH], mean[DH] = {0};
-#define ZH(seq, pattern, out)                                                              \
-    for (int p = 0; p < T; p++)                                                            \
-        for (int j = 0; j < DH; j++) {                                                     \
-            out[p][j] = 0.0;                                                               \
-            for (int k = 0; k <= p; k++) {                                                 \
-                double v = bV[h * DH + j];                                                 \
-                for (int i = 0; i < D; i++)                                                \
-                    v += ((double)WE[(seq)[k] * D + i] + Wp[k * D + i]) *                  \
-                         WV[(h * D + i) * DH + j];                                         \
-                out[p][j] += (double)(pattern)[(h * T + p) * T + k] * v;                   \
-            }                                                                              \
+#define ZH(seq, pattern, out)                                                                      \
+    for (int p = 0; p < T; p++)                                                                    \
+        for (int j = 0; j < DH; j++) {                                                             \
+            out[p][j] = 0.0;                                                                       \
+            for (int k = 0; k <= p; k++) {                                                         \
+                double v = bV[h * DH + j];                                                         \
+                for (int i = 0; i < D; i++)                                                        \
+                    v +=                                                                           \
+                        ((double)WE[(seq)[k] * D + i] + Wp[k * D + i]) * WV[(h * D + i) * DH + j]; \
+                out[p][j] += (double)(pattern)[(h * T + p) * T + k] * v;                           \
+            }                                                                                      \
         }
     for (int b = 0; b < B; b++) {
         ck_ok(induct_model_attention(m, ref + b * T, T, Aref, H * T * T, &len));
         double zr[T][DH];
         ZH(ref + b * T, Aref, zr);
         for (int p = 0; p < T; p++)
-            for (int j = 0; j < DH; j++) mean[j] += zr[p][j] / (B * T);
+            for (int j = 0; j < DH; j++)
+                mean[j] += zr[p][j] / (B * T);
     }
     ZH(tok, A, zs);
 #undef ZH
@@ -544,7 +570,8 @@ START_TEST(test_mean_ablation) {
     for (int p = 0; p < T; p++)
         for (int i = 0; i < D; i++) {
             double c = 0.0;
-            for (int j = 0; j < DH; j++) c += (mean[j] - zs[p][j]) * WO[(h * DH + j) * D + i];
+            for (int j = 0; j < DH; j++)
+                c += (mean[j] - zs[p][j]) * WO[(h * DH + j) * D + i];
             ck_assert_double_eq_tol((double)abl[p * V + i] - clean[p * V + i], c, 2e-5);
         }
     free(WE);
@@ -581,7 +608,8 @@ START_TEST(test_pattern_preserving) {
     ck_ok(induct_model_get_ablations(m, modes, 3 * H, &len, &pres));
     ck_assert_uint_eq(len, 3 * H);
     ck_assert_uint_eq(pres, 1);
-    for (int i = 0; i < 3 * H; i++) ck_assert_uint_eq(modes[i], i == 1 ? INDUCT_ABLATE_ZERO : 0);
+    for (int i = 0; i < 3 * H; i++)
+        ck_assert_uint_eq(modes[i], i == 1 ? INDUCT_ABLATE_ZERO : 0);
     /* and the logits differ from the clean ones but not from a second run */
     float l1[T * 11], l2[T * 11], l0[T * 11];
     ck_ok(induct_model_forward(m, tok, 1, T, l1, T * 11, NULL, 0, NULL));
@@ -601,7 +629,7 @@ END_TEST
 typedef struct attr_variant {
     const char *name;
     uint32_t layers, d_mlp, layer_norm, positional, smeared;
-    uint32_t mode;    /* INDUCT_ABLATE_* | flags */
+    uint32_t mode; /* INDUCT_ABLATE_* | flags */
     uint32_t mean_how;
 } attr_variant;
 
@@ -682,7 +710,8 @@ START_TEST(test_attribution_paths) {
     /* the ablations in force are unchanged by the attribution */
     uint32_t modes[3 * H], pres;
     ck_ok(induct_model_get_ablations(m, modes, n, &len, &pres));
-    for (size_t i = 0; i < n; i++) ck_assert_uint_eq(modes[i], 0);
+    for (size_t i = 0; i < n; i++)
+        ck_assert_uint_eq(modes[i], 0);
     ck_assert_uint_eq(pres, 0);
     induct_dataset_free(d);
     induct_model_free(m);
@@ -710,7 +739,8 @@ START_TEST(test_attribution_on_top) {
     float attr[4];
     size_t len;
     double base, icl;
-    ck_ok(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, attr, 4, &len, &base));
+    ck_ok(
+        induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, attr, 4, &len, &base));
     ck_assert_float_eq(attr[0], 0.0f); /* already ablated */
     ck_ok(induct_model_ablate_head(m, 1, 1, INDUCT_ABLATE_ZERO));
     ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));

@@ -3,9 +3,33 @@
  * analyses that change nothing (weights, each other's results, bit for bit),
  * ablation state rules and bad input. Links only the shared library. */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <threads.h>
 
 #include "testutil.h"
+
+/* Frozen layouts of the analysis config structs (LP64): fields are only ever appended. */
+#include <stddef.h>
+#if UINTPTR_MAX == 0xffffffffffffffffu
+_Static_assert(sizeof(induct_eval_config) == 48, "induct_eval_config layout");
+_Static_assert(offsetof(induct_eval_config, n_seq) == 8 &&
+                   offsetof(induct_eval_config, late) == 24 &&
+                   offsetof(induct_eval_config, split) == 28 &&
+                   offsetof(induct_eval_config, batch_index) == 32 &&
+                   offsetof(induct_eval_config, pos_seed) == 40,
+               "induct_eval_config offsets");
+_Static_assert(sizeof(induct_probe_config) == 48, "induct_probe_config layout");
+_Static_assert(offsetof(induct_probe_config, bos) == 20 &&
+                   offsetof(induct_probe_config, copying_bos) == 32 &&
+                   offsetof(induct_probe_config, seed) == 40,
+               "induct_probe_config offsets");
+_Static_assert(sizeof(induct_phase_config) == 40 && offsetof(induct_phase_config, smooth) == 32,
+               "induct_phase_config layout");
+_Static_assert(sizeof(induct_classify_config) == 40 &&
+                   offsetof(induct_classify_config, copying) == 32,
+               "induct_classify_config layout");
+#endif
 
 static induct_model *rand_model(uint32_t L, uint32_t d_mlp, uint32_t ln, uint32_t pos,
                                 uint32_t smeared, uint64_t seed) {
@@ -87,11 +111,13 @@ START_TEST(test_loss_vectors) {
     float vec[N], avg[T - 1], curve[T - 1];
     ck_ok(induct_analysis_loss_vectors(m, d, &ec, vec, N, avg, T - 1));
     ck_ok(induct_analysis_loss_by_position(m, d, &ec, curve, T - 1, &len));
-    for (int i = 0; i < N; i++) ck_assert_double_eq_tol(vec[i], losses[i * (T - 1) + pos[i]], 1e-5);
+    for (int i = 0; i < N; i++)
+        ck_assert_double_eq_tol(vec[i], losses[i * (T - 1) + pos[i]], 1e-5);
     double mean_e = 0, mean_t = 0;
     for (int p = 0; p < T - 1; p++) {
         double s = 0;
-        for (int i = 0; i < N; i++) s += losses[i * (T - 1) + p];
+        for (int i = 0; i < N; i++)
+            s += losses[i * (T - 1) + p];
         ck_assert_double_eq_tol(avg[p], s / N, 1e-5);
         ck_assert_float_eq(avg[p], curve[p]);
     }
@@ -110,7 +136,8 @@ START_TEST(test_loss_vectors) {
     ck_ok(induct_analysis_loss_vectors(m, d, &e1, vec1, N, NULL, 0));
     ck_ok(induct_analysis_icl_score(m, d, &e1, &icl1));
     ck_assert_double_eq_tol(icl1, icl, 1e-6);
-    for (int i = 0; i < N; i++) ck_assert_double_eq_tol(vec1[i], vec[i], 1e-6);
+    for (int i = 0; i < N; i++)
+        ck_assert_double_eq_tol(vec1[i], vec[i], 1e-6);
     /* another pos_seed gives other positions */
     e1.pos_seed = 4;
     uint32_t pos2[N];
@@ -140,8 +167,10 @@ START_TEST(test_probe_tokens) {
         ck_assert_int_eq(x[0], 0);
         for (int i = 0; i < 25; i++) {
             ck_assert(x[1 + i] >= 1 && x[1 + i] < 40);
-            for (int j = 0; j < i; j++) ck_assert_int_ne(x[1 + i], x[1 + j]);
-            for (int r = 1; r < 4; r++) ck_assert_int_eq(x[1 + r * 25 + i], x[1 + i]);
+            for (int j = 0; j < i; j++)
+                ck_assert_int_ne(x[1 + i], x[1 + j]);
+            for (int r = 1; r < 4; r++)
+                ck_assert_int_eq(x[1 + r * 25 + i], x[1 + i]);
             ck_assert_int_eq(cp[b * 25 + i], x[1 + i]);
         }
         if (b) ck_assert(memcmp(x + 1, t + 1, 25 * 4) != 0);
@@ -180,24 +209,30 @@ START_TEST(test_phase_window) {
     ck_assert_double_eq_tol(a, 450.0, 1e-9);
     ck_assert_double_eq_tol(b, 700.0, 1e-9);
     /* a change smaller than min_change: no window */
-    for (int i = 0; i < N; i++) icl[i] = -0.01 * i / (N - 1);
+    for (int i = 0; i < N; i++)
+        icl[i] = -0.01 * i / (N - 1);
     ck_ok(induct_analysis_phase_window(steps, icl, N, NULL, &a, &b, &found));
     ck_assert_uint_eq(found, 0);
     ck_assert(isnan(a) && isnan(b));
     /* bad input */
-    ck_assert_status(induct_analysis_phase_window(steps, icl, 1, NULL, &a, &b, &found), INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_phase_window(steps, icl, 1, NULL, &a, &b, &found),
+                     INDUCT_EINVAL);
     steps[5] = steps[4];
-    ck_assert_status(induct_analysis_phase_window(steps, icl, N, NULL, &a, &b, &found), INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_phase_window(steps, icl, N, NULL, &a, &b, &found),
+                     INDUCT_EINVAL);
     steps[5] = 50.0;
     icl[3] = NAN;
-    ck_assert_status(induct_analysis_phase_window(steps, icl, N, NULL, &a, &b, &found), INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_phase_window(steps, icl, N, NULL, &a, &b, &found),
+                     INDUCT_EINVAL);
     icl[3] = 0.0;
     pc.smooth = 2;
-    ck_assert_status(induct_analysis_phase_window(steps, icl, N, &pc, &a, &b, &found), INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_phase_window(steps, icl, N, &pc, &a, &b, &found),
+                     INDUCT_EINVAL);
     pc.smooth = 1;
     pc.lo_frac = 0.9;
     pc.hi_frac = 0.5;
-    ck_assert_status(induct_analysis_phase_window(steps, icl, N, &pc, &a, &b, &found), INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_phase_window(steps, icl, N, &pc, &a, &b, &found),
+                     INDUCT_EINVAL);
     pc.size = 3;
     ck_assert_status(induct_analysis_phase_window(steps, icl, N, &pc, &a, &b, &found), INDUCT_EABI);
 }
@@ -215,7 +250,8 @@ START_TEST(test_classify) {
     const uint32_t want[] = {INDUCT_HEAD_PREVIOUS_TOKEN, INDUCT_HEAD_INDUCTION,
                              INDUCT_HEAD_DUPLICATE,      INDUCT_HEAD_INDUCTION /* tie */,
                              INDUCT_HEAD_INDUCTION,      INDUCT_HEAD_DUPLICATE};
-    for (int i = 0; i < 6; i++) ck_assert_uint_eq(lab[i], want[i]);
+    for (int i = 0; i < 6; i++)
+        ck_assert_uint_eq(lab[i], want[i]);
     /* with copying scores, head 4 (prefix-matching but anti-copying) is not induction */
     ck_ok(induct_analysis_classify_heads(prev, pm, dup, copy, 6, NULL, lab, 6, &len));
     ck_assert_uint_eq(lab[4], INDUCT_HEAD_OTHER);
@@ -274,14 +310,17 @@ static void run_all(induct_model *m, induct_dataset *d, results *r, int order) {
         case 6: ck_ok(induct_analysis_copying(m, &pc, r->copy, 6, &len)); break;
         case 7: ck_ok(induct_analysis_copying_eigen(m, r->eig, 6, &len)); break;
         case 8:
-            for (uint32_t k = 0; k < 3; k++) ck_ok(induct_analysis_composition(m, k, r->comp[k], 36, &len));
+            for (uint32_t k = 0; k < 3; k++)
+                ck_ok(induct_analysis_composition(m, k, r->comp[k], 36, &len));
             ck_ok(induct_analysis_composition_baseline(m, 20, 1, &r->base));
             break;
         case 9:
             ck_ok(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, r->attr, 6,
                                                        &len, NULL));
             break;
-        case 10: ck_ok(induct_model_forward(m, tok, 1, 24, r->logits, 24 * 16, NULL, 0, NULL)); break;
+        case 10:
+            ck_ok(induct_model_forward(m, tok, 1, 24, r->logits, 24 * 16, NULL, 0, NULL));
+            break;
         }
     }
 }
@@ -378,7 +417,7 @@ START_TEST(test_bad_input) {
     ck_assert_double_eq(icl, 42.0);
     ec.late = 23;
     ck_ok(induct_analysis_icl_score(m, d, &ec, &icl)); /* the last loss index: exactly fits */
-    ec.late = 4; /* early == late */
+    ec.late = 4;                                       /* early == late */
     ck_assert_status(induct_analysis_icl_score(m, d, &ec, &icl), INDUCT_EINVAL);
     small_eval(&ec);
     ec.early = 0;
@@ -427,9 +466,9 @@ START_TEST(test_bad_input) {
     ck_assert_status(induct_analysis_composition(m, INDUCT_COMPOSITION_Q, buf, 15, &len),
                      INDUCT_EBUFSIZE);
     ck_assert_uint_eq(len, 16);
-    ck_assert_status(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, buf, 3,
-                                                          &len, NULL),
-                     INDUCT_EBUFSIZE);
+    ck_assert_status(
+        induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, buf, 3, &len, NULL),
+        INDUCT_EBUFSIZE);
     ck_assert_uint_eq(len, 4);
     uint32_t modes[4];
     ck_assert_status(induct_model_get_ablations(m, modes, 3, &len, NULL), INDUCT_EBUFSIZE);
@@ -466,25 +505,27 @@ START_TEST(test_bad_input) {
     ck_assert_status(induct_model_ablate_head(NULL, 0, 0, 1), INDUCT_EINVAL);
     ck_assert_status(induct_model_set_preserve_patterns(m, 2), INDUCT_EINVAL);
     ck_ok(induct_model_get_ablations(m, modes, 4, &len, NULL));
-    for (int i = 0; i < 4; i++) ck_assert_uint_eq(modes[i], 0); /* nothing changed */
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(modes[i], 0); /* nothing changed */
     ck_assert_status(induct_analysis_ablation_attribution(m, d, &ec, 3, buf, 4, &len, NULL),
                      INDUCT_EINVAL);
     ck_assert_status(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO | 0x200,
                                                           buf, 4, &len, NULL),
                      INDUCT_EINVAL);
-    ck_assert_status(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_MEAN, buf, 4,
-                                                          &len, NULL),
-                     INDUCT_ESTATE);
+    ck_assert_status(
+        induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_MEAN, buf, 4, &len, NULL),
+        INDUCT_ESTATE);
     int32_t tok[24];
     tu_tokens(tok, 24, 16, 2);
     tok[5] = 16;
-    ck_assert_status(induct_model_set_ablation_mean(m, tok, 1, 24, INDUCT_MEAN_POOLED), INDUCT_ERANGE);
+    ck_assert_status(induct_model_set_ablation_mean(m, tok, 1, 24, INDUCT_MEAN_POOLED),
+                     INDUCT_ERANGE);
     tok[5] = 1;
     ck_assert_status(induct_model_set_ablation_mean(m, tok, 1, 24, 2), INDUCT_EINVAL);
     ck_ok(induct_model_set_ablation_mean(m, tok, 1, 12, INDUCT_MEAN_PER_POSITION));
-    ck_assert_status(induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_MEAN, buf, 4,
-                                                          &len, NULL),
-                     INDUCT_ERANGE); /* reference shorter than the evaluation set */
+    ck_assert_status(
+        induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_MEAN, buf, 4, &len, NULL),
+        INDUCT_ERANGE); /* reference shorter than the evaluation set */
     /* composition and baseline */
     ck_assert_status(induct_analysis_composition(m, 3, buf, 16, &len), INDUCT_EINVAL);
     double base;
@@ -494,12 +535,18 @@ START_TEST(test_bad_input) {
     float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13};
     float sc[12];
     double var[3];
-    ck_assert_status(induct_analysis_pca(x, 4, 3, 4, sc, 12, NULL, 0, NULL, 0, NULL), INDUCT_ERANGE);
-    ck_assert_status(induct_analysis_pca(x, 4, 3, 0, sc, 12, NULL, 0, NULL, 0, NULL), INDUCT_ERANGE);
-    ck_assert_status(induct_analysis_pca(x, 1, 12, 1, sc, 12, NULL, 0, NULL, 0, NULL), INDUCT_EINVAL);
-    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 7, NULL, 0, NULL, 0, NULL), INDUCT_EBUFSIZE);
-    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, buf, 5, NULL, 0, NULL), INDUCT_EBUFSIZE);
-    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, NULL, 0, var, 1, NULL), INDUCT_EBUFSIZE);
+    ck_assert_status(induct_analysis_pca(x, 4, 3, 4, sc, 12, NULL, 0, NULL, 0, NULL),
+                     INDUCT_ERANGE);
+    ck_assert_status(induct_analysis_pca(x, 4, 3, 0, sc, 12, NULL, 0, NULL, 0, NULL),
+                     INDUCT_ERANGE);
+    ck_assert_status(induct_analysis_pca(x, 1, 12, 1, sc, 12, NULL, 0, NULL, 0, NULL),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 7, NULL, 0, NULL, 0, NULL),
+                     INDUCT_EBUFSIZE);
+    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, buf, 5, NULL, 0, NULL),
+                     INDUCT_EBUFSIZE);
+    ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, NULL, 0, var, 1, NULL),
+                     INDUCT_EBUFSIZE);
     ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, NULL, 3, NULL, 0, NULL), INDUCT_EINVAL);
     x[4] = NAN;
     ck_assert_status(induct_analysis_pca(x, 4, 3, 2, sc, 8, NULL, 0, NULL, 0, NULL), INDUCT_EINVAL);
@@ -565,6 +612,49 @@ START_TEST(test_interrupt_flag_cleared) {
 }
 END_TEST
 
+/* An interrupt from another thread stops a long analysis with INDUCT_EINTERRUPTED and
+ * leaves the model usable with its ablations unchanged. The other thread keeps setting
+ * the flag until the call returns (the call clears it once when it starts). */
+static atomic_int stop_spinning;
+static int spin_interrupt(void *arg) {
+    while (!atomic_load(&stop_spinning))
+        induct_model_interrupt((induct_model *)arg);
+    return 0;
+}
+
+START_TEST(test_interrupt_from_thread) {
+    induct_model *m = rand_model(2, 0, 0, INDUCT_POS_STANDARD, 0, 3);
+    induct_dataset *d = rrt(16);
+    induct_eval_config ec;
+    small_eval(&ec);
+    ec.n_seq = 400;
+    ec.chunk = 1;
+    ck_ok(induct_model_ablate_head(m, 1, 1, INDUCT_ABLATE_ZERO));
+    atomic_store(&stop_spinning, 0);
+    thrd_t th;
+    ck_assert_int_eq(thrd_create(&th, spin_interrupt, m), thrd_success);
+    float attr[4];
+    size_t len;
+    double icl = 7.0;
+    int rc1 = induct_analysis_icl_score(m, d, &ec, &icl);
+    int rc2 =
+        induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, attr, 4, &len, NULL);
+    atomic_store(&stop_spinning, 1);
+    thrd_join(th, NULL);
+    ck_assert_int_eq(rc1, INDUCT_EINTERRUPTED);
+    ck_assert_int_eq(rc2, INDUCT_EINTERRUPTED);
+    ck_assert_double_eq(icl, 7.0);
+    uint32_t modes[4];
+    ck_ok(induct_model_get_ablations(m, modes, 4, &len, NULL));
+    for (int i = 0; i < 4; i++)
+        ck_assert_uint_eq(modes[i], i == 3 ? INDUCT_ABLATE_ZERO : 0);
+    ec.n_seq = 6;
+    ck_ok(induct_analysis_icl_score(m, d, &ec, &icl)); /* flag cleared at the start */
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 Suite *analysis_api_suite(void) {
     Suite *s = suite_create("analysis_api");
     TCase *tc = tcase_create("api");
@@ -578,6 +668,7 @@ Suite *analysis_api_suite(void) {
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_config_abi);
     tcase_add_test(tc, test_interrupt_flag_cleared);
+    tcase_add_test(tc, test_interrupt_from_thread);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -758,11 +758,15 @@ typedef struct induct_eval_config {
     uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
     uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
     uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
-    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1. Default 50. */
-    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early. Default 500. */
-    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL. Default ::INDUCT_SPLIT_EVAL. */
+    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
+                               Default 50. */
+    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
+                               Default 500. */
+    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+                               Default ::INDUCT_SPLIT_EVAL. */
     uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
-    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence (induct_analysis_loss_vectors()). Default 0. */
+    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
+                               (induct_analysis_loss_vectors()). Default 0. */
 } induct_eval_config;
 
 /**
@@ -1018,10 +1022,12 @@ typedef struct induct_probe_config {
     uint32_t n_seq;       /**< Probe sequences, ≥ 1. Default 10. */
     uint32_t block_len;   /**< Tokens per block, ≥ 1. Default 25. */
     uint32_t n_repeats;   /**< Copies of the block in the repeated probe, ≥ 2. Default 4. */
-    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token range. Default 0. */
+    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token
+                               range. Default 0. */
     uint32_t token_lo;    /**< First id of the token range. Default 1. */
     uint32_t token_hi;    /**< One past the last id; 0 means d_vocab. Default 0. */
-    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted it by mistake). Default 0. */
+    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted
+                               it by mistake). Default 0. */
     uint32_t reserved0;   /**< Must be 0. */
     uint64_t seed;        /**< Seed of the probe stream. Default 0. */
 } induct_probe_config;
@@ -1226,10 +1232,13 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
  */
 typedef struct induct_phase_config {
     size_t size;        /**< `sizeof(induct_phase_config)` as the caller compiled it. */
-    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1). Default 0.1. */
+    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1).
+                             Default 0.1. */
     double hi_frac;     /**< Fraction that closes it, (lo_frac, 1]. Default 0.9. */
-    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0. Default 0.05. */
-    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none). Default 1. */
+    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0.
+                             Default 0.05. */
+    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none).
+                             Default 1. */
     uint32_t reserved0; /**< Must be 0. */
 } induct_phase_config;
 
@@ -1285,7 +1294,8 @@ typedef struct induct_classify_config {
     double previous_token; /**< Previous-token score threshold, (0, 1]. Default 0.4. */
     double induction;      /**< Prefix-matching score threshold, (0, 1]. Default 0.4. */
     double duplicate;      /**< Duplicate-token score threshold, (0, 1]. Default 0.4. */
-    double copying;        /**< Copying score an induction head also needs when copying scores are given, [−1, 1]. Default 0. */
+    double copying;        /**< Copying score an induction head also needs when copying
+                                scores are given, [−1, 1]. Default 0. */
 } induct_classify_config;
 
 /**
