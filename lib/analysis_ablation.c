@@ -718,7 +718,7 @@ int induct__analysis_ablation_attribution(induct_model *m, const induct_dataset 
                    fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 1, fn));
     int rc = INDUCT_OK;
     if (base_mode == INDUCT_ABLATE_MEAN && m->abl.mean_per_pos && ev.T > m->abl.mean_T)
         rc = induct__fail(INDUCT_ERANGE,

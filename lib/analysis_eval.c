@@ -28,7 +28,7 @@ INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size) {
 }
 
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
-                        const char *fn) {
+                        int need_icl, const char *fn) {
     induct_eval_config_init(c, sizeof *c);
     if (cfg) INDUCT_TRY(induct__struct_in(c, sizeof *c, sizeof *c, cfg, "induct_eval_config"));
     if (c->seq_len == 0) c->seq_len = m->cfg.n_ctx;
@@ -40,7 +40,7 @@ int induct__eval_config(induct_eval_config *c, const induct_model *m, const indu
                    "%s: needs 1 <= early < late (got early %u, late %u)", fn, c->early, c->late);
     INDUCT_FAIL_IF(c->seq_len < 2 || c->seq_len > m->cfg.n_ctx, INDUCT_ERANGE,
                    "%s: seq_len %u outside [2, n_ctx = %u]", fn, c->seq_len, m->cfg.n_ctx);
-    INDUCT_FAIL_IF((uint64_t)c->late + 1 > c->seq_len, INDUCT_ERANGE,
+    INDUCT_FAIL_IF(need_icl && (uint64_t)c->late + 1 > c->seq_len, INDUCT_ERANGE,
                    "%s: the context is too short: the loss of token %u needs seq_len >= %u, "
                    "got %u",
                    fn, c->late, c->late + 1, c->seq_len);
@@ -49,11 +49,11 @@ int induct__eval_config(induct_eval_config *c, const induct_model *m, const indu
 }
 
 int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d,
-                      const induct_eval_config *cfg, const char *fn) {
+                      const induct_eval_config *cfg, int need_icl, const char *fn) {
     memset(ev, 0, sizeof *ev);
     INDUCT_FAIL_IF(!m || !d, INDUCT_EINVAL, "%s: NULL model or dataset", fn);
     induct_eval_config c;
-    INDUCT_TRY(induct__eval_config(&c, m, cfg, fn));
+    INDUCT_TRY(induct__eval_config(&c, m, cfg, need_icl, fn));
     INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
                    "%s: dataset vocabulary %u exceeds the model's d_vocab %u", fn, d->d_vocab,
                    m->cfg.d_vocab);
@@ -137,7 +137,7 @@ int induct__analysis_icl_score(induct_model *m, const induct_dataset *d,
     const char *fn = "induct_analysis_icl_score";
     INDUCT_FAIL_IF(!score_out, INDUCT_EINVAL, "%s: score_out is NULL", fn);
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 1, fn));
     double icl;
     int rc = induct__eval_icl(m, &ev, &icl);
     induct__eval_close(&ev);
@@ -157,7 +157,7 @@ int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
                                       size_t *out_len) {
     const char *fn = "induct_analysis_loss_by_position";
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 0, fn));
     uint32_t T1 = ev.T - 1;
     int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, out_len);
     double *sum = NULL;
@@ -188,7 +188,7 @@ INDUCT_API int induct_analysis_loss_positions(const induct_model *m, const induc
     const char *fn = "induct_analysis_loss_positions";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     induct_eval_config c;
-    INDUCT_TRY(induct__eval_config(&c, m, cfg, fn));
+    INDUCT_TRY(induct__eval_config(&c, m, cfg, 0, fn));
     INDUCT_TRY(induct__an_out(fn, "[n_seq]", c.n_seq, out, out_cap, out_len));
     positions(c.pos_seed, c.n_seq, c.seq_len, out);
     return INDUCT_OK;
@@ -208,7 +208,7 @@ int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
     INDUCT_FAIL_IF((!per_seq_out && per_seq_cap) || (!avg_out && avg_cap), INDUCT_EINVAL,
                    "%s: a NULL buffer needs capacity 0", fn);
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 0, fn));
     uint32_t T1 = ev.T - 1;
     int rc = INDUCT_OK;
     if (per_seq_out && per_seq_cap < ev.n_seq)

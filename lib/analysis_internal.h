@@ -39,9 +39,11 @@ typedef struct induct__eval {
     uint32_t e, t; /* loss indices: early - 1, late - 1 */
     uint64_t pos_seed;
 } induct__eval;
-/* Validate cfg (NULL = defaults) against the model and fetch the tokens. */
+/* Validate cfg (NULL = defaults) against the model and fetch the tokens. need_icl:
+ * the context must hold the late index (ICL score, attribution); loss curves and
+ * vectors do not need it. */
 int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d,
-                      const induct_eval_config *cfg, const char *fn);
+                      const induct_eval_config *cfg, int need_icl, const char *fn);
 void induct__eval_close(induct__eval *ev);
 /* Run sequences [s0, s0 + B) through the model; per-token losses are then in the
  * workspace at m->a_losses, [B][T-1]. Ablations in force apply. */
@@ -50,7 +52,7 @@ int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uin
 int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
 /* Validated config copy (defaults for NULL) and the resolved seq_len. */
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
-                        const char *fn);
+                        int need_icl, const char *fn);
 
 /* ---- entry points for other library code ------------------------------------------
  * As the public functions of the same name, but they leave the model's interrupt flag

@@ -808,16 +808,17 @@ INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_datas
  * @brief Loss by position (the "context-index average"), `[seq_len − 1]`:
  * `out[p] = mean_b L_b[p]` in nats over the evaluation set (ICL paper, Appendix).
  *
- * `early` and `late` are not used here except that they are validated as for
- * induct_analysis_icl_score(), so the same config serves both.
+ * `early` and `late` are not used here except that they must satisfy
+ * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
+ * need not hold them (the curve is defined for any seq_len ≥ 2).
  * @param model   The model; the ablations in force apply; weights are not changed.
  * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
  * @param cfg     Evaluation set; NULL means the defaults.
  * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to `seq_len − 1` (may be NULL).
- * @return as induct_analysis_icl_score(); ::INDUCT_EBUFSIZE (buffer too small;
- *         `*out_len` holds the length needed).
+ * @return as induct_analysis_icl_score() except the context-length error;
+ *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
  * @since 0.1 One thread per model.
  */
 INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
@@ -840,7 +841,7 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
  * @param per_seq_cap Capacity of `per_seq_out` in floats.
  * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
  * @param avg_cap Capacity of `avg_out` in floats.
- * @return as induct_analysis_icl_score(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
+ * @return as induct_analysis_loss_by_position(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
  *         too small; the message names the length needed).
  * @since 0.1 One thread per model.
  */
