@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis_internal.h"
 #include "induct_internal.h"
 #include "numtext.h"
 
@@ -124,6 +125,32 @@ static int add_heads(run *r, cJSON *rec, const char *key) {
     return INDUCT_OK;
 }
 
+/* Add `key`: a list of n floats. */
+static int add_list(cJSON *rec, const char *key, const float *v, size_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(rec, key);
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *x = json_num((double)v[i], 1);
+        if (!x || !cJSON_AddItemToArray(arr, x)) {
+            cJSON_Delete(x);
+            arr = NULL;
+        }
+    }
+    INDUCT_FAIL_IF(!arr, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    return INDUCT_OK;
+}
+
+/* The analysis suite's evaluation set for this run: batch 0 of the eval split,
+ * eval_batch sequences of seq_len tokens — the same tokens as r->eval_tok. */
+static int eval_set(const run *r, induct_eval_config *ec) {
+    INDUCT_TRY(induct_eval_config_init(ec, sizeof *ec));
+    ec->n_seq = r->c.eval_batch;
+    ec->seq_len = r->T;
+    ec->chunk = r->c.eval_batch < 8 ? r->c.eval_batch : 8;
+    ec->split = INDUCT_SPLIT_EVAL;
+    ec->batch_index = 0;
+    return INDUCT_OK;
+}
+
 static int not_yet(const char *key, uint32_t bit) {
     return induct__fail(INDUCT_ENOTSUP,
                         "induct_train: metric '%s' (INDUCT_TRAIN_METRIC bit 0x%03x) is not "
@@ -158,15 +185,41 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
             if (eval_loss) *eval_loss = loss;
         }
     }
-    /* icl_score: analysis suite (ICL paper, "Key Concepts"); not on this branch */
-    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE)
-        return not_yet("icl_score", INDUCT_TRAIN_METRIC_ICL_SCORE);
-    /* loss_by_position: mean_b L_b[p], list of seq_len-1 values, nats */
-    if (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION)
-        return not_yet("loss_by_position", INDUCT_TRAIN_METRIC_LOSS_BY_POSITION);
-    /* prefix_matching_score [n_layers][n_heads] */
-    if (want & INDUCT_TRAIN_METRIC_PREFIX_MATCHING)
-        return not_yet("prefix_matching_score", INDUCT_TRAIN_METRIC_PREFIX_MATCHING);
+    induct_eval_config ec;
+    INDUCT_TRY(eval_set(r, &ec));
+    /* icl_score: L[late-1] - L[early-1] averaged over the evaluation set, nats (ICL paper,
+     * "Key Concepts"; defaults 500th and 50th token, so seq_len must be >= 501) */
+    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) {
+        if (!rec) {
+            induct_eval_config chk;
+            INDUCT_TRY(induct__eval_config(&chk, m, &ec, 1, "induct_train (metric 'icl_score')"));
+        } else {
+            double icl;
+            INDUCT_TRY(induct__analysis_icl_score(m, r->d, &ec, &icl));
+            INDUCT_TRY(add_num(rec, "icl_score", icl, 0));
+        }
+    }
+    /* loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
+    if (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION) {
+        if (rec) {
+            float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
+            INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
+            int rc = induct__analysis_loss_by_position(m, r->d, &ec, lbp, T - 1, &len);
+            if (rc == INDUCT_OK) rc = add_list(rec, "loss_by_position", lbp, T - 1);
+            free(lbp);
+            INDUCT_TRY(rc);
+        }
+    }
+    /* prefix_matching_score [n_layers][n_heads]: the paper's probe (BOS + 25 distinct
+     * random tokens x 4, 10 sequences; induct_probe_config defaults) */
+    if (want & INDUCT_TRAIN_METRIC_PREFIX_MATCHING) {
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_prefix_matching(m, NULL, r->heads, r->n_heads_total,
+                                                       &len));
+            INDUCT_TRY(add_heads(r, rec, "prefix_matching_score"));
+        }
+    }
     /* previous_token_score [n_layers][n_heads] on the evaluation set */
     if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) {
         if (rec) {
@@ -176,9 +229,14 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
             INDUCT_TRY(add_heads(r, rec, "previous_token_score"));
         }
     }
-    /* copying_score [n_layers][n_heads] */
-    if (want & INDUCT_TRAIN_METRIC_COPYING)
-        return not_yet("copying_score", INDUCT_TRAIN_METRIC_COPYING);
+    /* copying_score [n_layers][n_heads]: the paper's empirical evaluator on its probe */
+    if (want & INDUCT_TRAIN_METRIC_COPYING) {
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_copying(m, NULL, r->heads, r->n_heads_total, &len));
+            INDUCT_TRY(add_heads(r, rec, "copying_score"));
+        }
+    }
     /* kv_accuracy, kv_attention_on_answer: key-value retrieval datasets */
     if (want & INDUCT_TRAIN_METRIC_KV_ACCURACY)
         return not_yet("kv_accuracy", INDUCT_TRAIN_METRIC_KV_ACCURACY);

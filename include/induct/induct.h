@@ -741,6 +741,613 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
 /* ---- datasets: KV retrieval, text, token files (issue 3) ---------------- */
 
 /* ---- analysis suite (issue 4) ------------------------------------------ */
+/** @defgroup analysis_suite Analysis suite
+ *  The measurements of the ICL paper and the Framework, per head, with the
+ *  definitions of docs/analysis.md (which states every choice we made where the
+ *  papers leave a detail open). Shapes are row-major; head tables are
+ *  `[n_layers][n_heads]`. Losses are in nats (natural log).
+ *
+ *  Functions that run the model honour the head ablations in force (see
+ *  induct_model_ablate_head()); functions that read only weights
+ *  (induct_analysis_copying_eigen(), induct_analysis_composition()) ignore them.
+ *  No analysis changes the weights. Every analysis that runs the model uses its
+ *  workspace: one thread per model at a time, as for induct_model_forward().
+ *  @{ */
+
+/**
+ * @brief The fixed evaluation set and the indices of the ICL score.
+ *
+ * The evaluation set is batch number `batch_index` of the dataset's `split`, drawn
+ * with batch size `n_seq` and sequence length `seq_len` (so it is the same for
+ * every model and snapshot given the same dataset and config). It is run through
+ * the model `chunk` sequences at a time (this changes only memory use and speed,
+ * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
+ * (induct_eval_config_init() does). Fields are only ever appended.
+ * @since 0.1
+ */
+typedef struct induct_eval_config {
+    size_t size;          /**< `sizeof(induct_eval_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
+    uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
+    uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
+    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
+                               Default 50. */
+    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
+                               Default 500. */
+    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+                               Default ::INDUCT_SPLIT_EVAL. */
+    uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
+    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
+                               (induct_analysis_loss_vectors()). Default 0. */
+} induct_eval_config;
+
+/**
+ * @brief Write the defaults into an evaluation config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_eval_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *         struct or above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size);
+
+/**
+ * @brief In-context learning score (ICL paper, "Key Concepts" and Appendix "Analyses").
+ *
+ * `icl = mean_b L_b[late − 1] − mean_b L_b[early − 1]` over the evaluation set, where
+ * `L_b[p] = −ln P(t[p+1] | t[0..p])` (nats): the loss of the `late`-th token minus the
+ * loss of the `early`-th token, "the k-th token" being the one predicted from k tokens
+ * of context (defaults 500 and 50 as in the paper). Negative means the model uses
+ * context. A model with all-zero logits scores exactly 0.
+ *
+ * @param model   The model; its ablations in force apply.
+ * @param dataset Source of the evaluation set; its vocabulary must fit the model's.
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param[out] score_out The score in nats (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or score_out; n_seq or chunk
+ *         0; early 0 or early ≥ late; unknown split; dataset vocabulary larger than the
+ *         model's); ::INDUCT_EABI (cfg size); ::INDUCT_ERANGE (seq_len < late + 1: the
+ *         context is too short to hold both indices — never clamped; seq_len > n_ctx;
+ *         or the dataset cannot produce sequences that long); ::INDUCT_ENOMEM;
+ *         ::INDUCT_ENUMERIC; ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ *         On failure `*score_out` is unchanged.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_dataset *dataset,
+                                         const induct_eval_config *cfg, double *score_out);
+
+/**
+ * @brief Loss by position (the "context-index average"), `[seq_len − 1]`:
+ * `out[p] = mean_b L_b[p]` in nats over the evaluation set (ICL paper, Appendix).
+ *
+ * `early` and `late` are not used here except that they must satisfy
+ * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
+ * need not hold them (the curve is defined for any seq_len ≥ 2).
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set; NULL means the defaults.
+ * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to `seq_len − 1` (may be NULL).
+ * @return as induct_analysis_icl_score() except the context-length error;
+ *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
+                                                const induct_dataset *dataset,
+                                                const induct_eval_config *cfg, float *out,
+                                                size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Per-token loss vectors of one snapshot (ICL paper, Appendix "Data Collection").
+ *
+ * (a) `per_seq_out[i] = L_i[pos_i]`: the loss of sequence i at its fixed random
+ * position `pos_i` (see induct_analysis_loss_positions()), a vector of length n_seq;
+ * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
+ * Both come from one pass over the evaluation set. Stack the (a) vectors of many
+ * snapshots and pass them to induct_analysis_pca().
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
+ * @param per_seq_out `[n_seq]` or NULL (then `per_seq_cap` must be 0).
+ * @param per_seq_cap Capacity of `per_seq_out` in floats.
+ * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
+ * @param avg_cap Capacity of `avg_out` in floats.
+ * @return as induct_analysis_loss_by_position(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
+ *         too small; the message names the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_vectors(induct_model *model, const induct_dataset *dataset,
+                                            const induct_eval_config *cfg, float *per_seq_out,
+                                            size_t per_seq_cap, float *avg_out, size_t avg_cap);
+
+/**
+ * @brief The fixed random positions of induct_analysis_loss_vectors(), `[n_seq]`:
+ * `pos_i` is uniform in `[0, seq_len − 2]`, a pure function of (pos_seed, i, seq_len).
+ * @param model Gives n_ctx when `cfg->seq_len` is 0; not modified.
+ * @param cfg   NULL means the defaults.
+ * @param out   `[n_seq]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI; ::INDUCT_ERANGE (seq_len < 2 or
+ *         > n_ctx); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_loss_positions(const induct_model *model,
+                                              const induct_eval_config *cfg, uint32_t *out,
+                                              size_t out_cap, size_t *out_len);
+
+/** Ablation mode: the head is not ablated. @since 0.1 */
+#define INDUCT_ABLATE_NONE 0u
+/** Ablation mode: the head's result `z_h W_O[h]` is removed (z_h := 0); `b_O` stays. @since 0.1 */
+#define INDUCT_ABLATE_ZERO 1u
+/** Ablation mode: z_h is replaced by its mean over the reference set of
+ *  induct_model_set_ablation_mean(). @since 0.1 */
+#define INDUCT_ABLATE_MEAN 2u
+/** Flag for induct_analysis_ablation_attribution(): also freeze downstream
+ *  patterns (pattern-preserving ablation). @since 0.1 */
+#define INDUCT_ABLATE_PRESERVE_PATTERNS 0x100u
+
+/** Mean reference: one mean per head, pooled over sequences and positions. @since 0.1 */
+#define INDUCT_MEAN_POOLED 0u
+/** Mean reference: one mean per head and position, over the sequences. @since 0.1 */
+#define INDUCT_MEAN_PER_POSITION 1u
+
+/**
+ * @brief Ablate (or restore) one head for every later forward pass and analysis
+ * (ICL paper, Appendix "Analyses"), until induct_model_clear_ablations().
+ *
+ * After layer `layer`'s attention computes `z` (`[batch][seq][n_heads][d_head]`,
+ * the pattern-weighted values before W_O), head `head`'s slice is replaced: by 0
+ * (::INDUCT_ABLATE_ZERO; the head's result `z_h W_O[h]` leaves the residual
+ * stream, `b_O` stays) or by the stored mean (::INDUCT_ABLATE_MEAN). Any set of
+ * heads may be ablated at once, each with its own mode. Ablation never changes the
+ * weights; once every head is restored (or the ablations are cleared) forward
+ * passes are bit-identical to those before.
+ *
+ * While any head is ablated, induct_model_backward(), induct_train_step() and
+ * induct_train_step_tokens() refuse with ::INDUCT_ESTATE (gradients through an
+ * ablated model are not offered). induct_model_clone() does not copy ablations.
+ *
+ * @param model The model whose forward passes are affected.
+ * @param layer Layer index, 0 … n_layers − 1.
+ * @param head  Head index within the layer, 0 … n_heads − 1.
+ * @param mode ::INDUCT_ABLATE_NONE (restore), ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown mode); ::INDUCT_ERANGE
+ *         (layer ≥ n_layers or head ≥ n_heads: the head does not exist);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_ablate_head(induct_model *model, uint32_t layer, uint32_t head,
+                                        uint32_t mode);
+
+/**
+ * @brief Pattern-preserving ablation on or off (ICL paper, Appendix "Analyses").
+ *
+ * When on and at least one head is ablated, every forward pass first runs the
+ * model without ablations on the same tokens and records the attention patterns;
+ * the ablated pass then uses those clean patterns for every head of every layer
+ * after the earliest layer that has an ablated head (`z = A_clean v`, with `v` from
+ * the ablated residual stream), so only the ablated heads' values propagate.
+ * Patterns read with induct_model_attention() are those in effect. Costs a second
+ * forward pass and `[later layers][batch][n_heads][seq][seq]` floats.
+ * @param model The model.
+ * @param on 1 on, 0 off.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, `on` not 0/1).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_preserve_patterns(induct_model *model, uint32_t on);
+
+/**
+ * @brief Compute the reference means for ::INDUCT_ABLATE_MEAN from a reference set.
+ *
+ * Runs the model without any ablation on `tokens` and stores, for every head,
+ * the mean of z_h (`[d_head]`): pooled over all sequences and positions
+ * (::INDUCT_MEAN_POOLED), or per position over the sequences
+ * (::INDUCT_MEAN_PER_POSITION; inputs longer than `seq_len` are then refused with
+ * ::INDUCT_ERANGE while a head is mean-ablated). Replaces any earlier reference; the
+ * means are kept until the model is freed (clearing ablations keeps them).
+ * @param model The model (run without ablations; weights are not changed).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Sequences in the reference set, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param how ::INDUCT_MEAN_POOLED or ::INDUCT_MEAN_PER_POSITION.
+ * @return as induct_model_forward() for the tokens; ::INDUCT_EINVAL (unknown `how`);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_ablation_mean(induct_model *model, const int32_t *tokens,
+                                              uint32_t batch, uint32_t seq_len, uint32_t how);
+
+/**
+ * @brief Restore every head and turn pattern preservation off. Later forward passes are
+ * bit-identical to those of a model that was never ablated. The mean reference is kept.
+ * @param model The model.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_clear_ablations(induct_model *model);
+
+/**
+ * @brief Read the ablations in force: `modes_out [n_layers][n_heads]` holds
+ * `INDUCT_ABLATE_*` per head.
+ * @param model The model; not modified.
+ * @param modes_out `[n_layers][n_heads]` or NULL with `modes_cap` 0 to ask the length.
+ * @param modes_cap Capacity of `modes_out` in elements.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] preserve_out 1 if pattern preservation is on, else 0 (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE.
+ * @since 0.1
+ */
+INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *modes_out,
+                                          size_t modes_cap, size_t *out_len,
+                                          uint32_t *preserve_out);
+
+/**
+ * @brief Ablation attribution (ICL paper, Appendix "Analyses"): `out[l][h] =
+ * icl(with head (l, h) ablated) − icl(without)`, `[n_layers][n_heads]`, nats.
+ *
+ * Positive values mean the head helps in-context learning. "Without" is the model
+ * with the ablations already in force (normally none); head (l, h) is added to them
+ * with `mode`. The evaluation set and indices are those of induct_analysis_icl_score().
+ *
+ * For attention-only models with no ablation in force, the clean forward pass is run
+ * once per chunk and each head's ablation is propagated from the clean residual
+ * stream: only the later layers are recomputed, the last layer only at the two
+ * query positions the score reads, and the unembedding only at those positions.
+ * Otherwise each head costs one pass over the evaluation set with the ablation
+ * in force. Both give the same values up to float rounding (about 1e-5 nats).
+ *
+ * @param model   The model; its ablations are the same afterwards; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param mode ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN, optionally or-ed with
+ *             ::INDUCT_ABLATE_PRESERVE_PATTERNS.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] icl_out The ICL score without the extra ablation (may be NULL).
+ * @return as induct_analysis_icl_score(); ::INDUCT_EINVAL (bad mode);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_EBUFSIZE. The ablations in force are the same afterwards,
+ *         also on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_ablation_attribution(induct_model *model,
+                                                    const induct_dataset *dataset,
+                                                    const induct_eval_config *cfg, uint32_t mode,
+                                                    float *out, size_t out_cap, size_t *out_len,
+                                                    double *icl_out);
+
+/**
+ * @brief Synthetic probe sequences for the head evaluators (ICL paper, Appendix,
+ * "head activation evaluators"). Size-prefixed; fields are only ever appended.
+ *
+ * Probe sequence b is `[BOS] + r + r + … (n_repeats copies)`, r a block of
+ * `block_len` tokens drawn without replacement from `[token_lo, token_hi)`, from a
+ * random stream that depends only on (seed, b). The copying probe is `[BOS if
+ * copying_bos] + r` (the same block, not repeated).
+ * @since 0.1
+ */
+typedef struct induct_probe_config {
+    size_t size;          /**< `sizeof(induct_probe_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Probe sequences, ≥ 1. Default 10. */
+    uint32_t block_len;   /**< Tokens per block, ≥ 1. Default 25. */
+    uint32_t n_repeats;   /**< Copies of the block in the repeated probe, ≥ 2. Default 4. */
+    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token
+                               range. Default 0. */
+    uint32_t token_lo;    /**< First id of the token range. Default 1. */
+    uint32_t token_hi;    /**< One past the last id; 0 means d_vocab. Default 0. */
+    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted
+                               it by mistake). Default 0. */
+    uint32_t reserved0;   /**< Must be 0. */
+    uint64_t seed;        /**< Seed of the probe stream. Default 0. */
+} induct_probe_config;
+
+/**
+ * @brief Write the defaults into a probe config of `size` bytes (BOS 0, tokens from
+ * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0).
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_probe_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size);
+
+/**
+ * @brief The probe sequences themselves, `[n_seq][T]`.
+ * @param model Gives d_vocab and n_ctx; not modified.
+ * @param cfg NULL means the defaults.
+ * @param copying 0: the repeated probe, `T = (bos ≥ 0) + block_len·n_repeats`;
+ *                1: the copying probe, `T = copying_bos·(bos ≥ 0) + block_len`.
+ * @param out `[n_seq][T]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq·T (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model; n_seq, block_len 0; n_repeats < 2;
+ *         empty range, range outside the vocabulary or shorter than block_len; BOS
+ *         inside the range or ≥ d_vocab; reserved0 ≠ 0; copying not 0/1);
+ *         ::INDUCT_EABI; ::INDUCT_ERANGE (T > n_ctx or T < 2); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_probe_tokens(const induct_model *model,
+                                            const induct_probe_config *cfg, uint32_t copying,
+                                            int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Prefix-matching score per head, `[n_layers][n_heads]`, range [0, 1]
+ * (ICL paper, Appendix, "head activation evaluators").
+ *
+ * On the repeated probe (block length P): for every query p in repeats 2 … n_repeats
+ * (repeat r, 1-based), its targets are `p − mP + 1` for m = 1 … r − 1, the
+ * positions right after each earlier occurrence of `t[p]`. Score = mean over those
+ * queries of the summed attention on the targets, averaged over the probe
+ * sequences. One-hot attention on a target scores 1; uniform attention scores the
+ * mean of (r − 1)/(p + 1). With 2 repeats this is the common "induction score".
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return the errors of induct_analysis_probe_tokens() and induct_model_forward();
+ *         ::INDUCT_EBUFSIZE.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_prefix_matching(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Duplicate-token score per head, `[n_layers][n_heads]`, range [0, 1].
+ *
+ * As induct_analysis_prefix_matching() but the targets are the earlier occurrences of
+ * the same token, `p − mP` (m = 1 … r − 1). Uniform attention scores the same
+ * mean of (r − 1)/(p + 1). Our definition (the ICL paper names duplicate-token heads
+ * without giving an evaluator).
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_duplicate_token(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Empirical copying score per head, `[n_layers][n_heads]`, range [−1, 1]
+ * (ICL paper, Appendix, "head activation evaluators"; the exact ratio is our reading).
+ *
+ * On the copying probe: for each query p the head's direct contribution to the
+ * logits is `ℓ_p = z_{p,h} W_O[h] W_U` (z includes b_V; with a final LayerNorm, its
+ * linear part at the clean run's frozen scale: centring, ·w / σ_p; b_U and the LN
+ * bias are not part of the head's contribution). `ℓ'_p = ReLU(ℓ_p − mean_v ℓ_p)`.
+ * `r = Σ_p Σ_k A[p,k] ℓ'_p[t_k] / Σ_p Σ_{v ∈ S} ℓ'_p[v]`, S the distinct tokens of
+ * the probe sequence, sums pooled over every query of every probe sequence;
+ * score `2r − 1`. 1 means the head raises only the tokens it attends to, −1 only
+ * other tokens of the sample; a head whose contribution is zero scores 0.
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_config *cfg,
+                                       float *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief OV-circuit eigenvalue copying score per head, `[n_layers][n_heads]`, range
+ * [−1, 1] (Framework, "Copying / Induction heads", eigenvalue analysis).
+ *
+ * The full OV circuit `W_E W_V[h] W_O[h] W_U` has the same non-zero eigenvalues λ as
+ * the `d_head × d_head` matrix `W_O[h] W_U W_E W_V[h]`; score `Re(Σλ) / Σ|λ|`
+ * (LAPACKE dgeev, double precision). 0 when every λ is 0. Weights only: positions,
+ * biases and LayerNorm are not included; ablations are ignored.
+ * @param model The model; only its weights are read.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge).
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *out,
+                                             size_t out_cap, size_t *out_len);
+
+/** Composition kind: Q-composition (Framework, "Analyzing a Two-Layer Model"). @since 0.1 */
+#define INDUCT_COMPOSITION_Q 0u
+/** Composition kind: K-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_K 1u
+/** Composition kind: V-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_V 2u
+
+/**
+ * @brief Composition scores, `[n_layers][n_heads][n_layers][n_heads]` indexed
+ * `[l1][h1][l2][h2]` (Framework, "Analyzing a Two-Layer Model").
+ *
+ * TransformerLens row convention: `OV_h = W_V[h] W_O[h]`, `QK_h = W_Q[h] W_K[h]ᵀ`
+ * (d_model × d_model). For head h1 in an earlier layer and h2 in a later one:
+ * Q: `‖OV_h1 QK_h2‖_F / (‖OV_h1‖_F ‖QK_h2‖_F)`; K: the same with `QK_h2ᵀ`;
+ * V: with `OV_h2`. Entries are 0 unless l1 < l2, and 0 when a norm is 0. Raw weights:
+ * LayerNorm gains are not folded in (our choice); ablations are ignored.
+ * Subtract induct_analysis_composition_baseline() for the Framework's baseline-
+ * corrected scores.
+ * @param model The model; only its weights are read.
+ * @param kind ::INDUCT_COMPOSITION_Q, ::INDUCT_COMPOSITION_K or ::INDUCT_COMPOSITION_V.
+ * @param out `[L][H][L][H]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to (n_layers·n_heads)² (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown kind); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_composition(const induct_model *model, uint32_t kind, float *out,
+                                           size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Random baseline of the composition scores for this model's shapes.
+ *
+ * The mean score of `n_samples` draws in which the four factors (`W_V`, `W_O` of h1
+ * and `W_Q`, `W_K` — or `W_V`, `W_O` — of h2) are independent standard Gaussian
+ * matrices of the model's shapes; Q, K and V composition have the same baseline
+ * (≈ 1/√d_model when d_head ≪ d_model). Deterministic given `seed`.
+ * @param model Gives d_model and d_head; not modified.
+ * @param n_samples Draws, 1 … 100000.
+ * @param seed Seed of the draws.
+ * @param[out] baseline_out The mean score (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n_samples out of range); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_composition_baseline(const induct_model *model,
+                                                    uint32_t n_samples, uint64_t seed,
+                                                    double *baseline_out);
+
+/**
+ * @brief Principal component analysis of a stack of vectors (ICL paper, Appendix
+ * "Data Collection"), through LAPACKE's SVD (dgesdd, double precision).
+ *
+ * `x [n_rows][n_cols]` (one row per snapshot, e.g. the (a) vectors of
+ * induct_analysis_loss_vectors()) is centred column by column; with the SVD
+ * `X_c = U S Vᵀ`, component i is row i of Vᵀ, signed so that its entry of largest
+ * magnitude is positive (the first such entry on ties); scores are `X_c V_k`
+ * (`U_k S_k`); explained variance is `s_i² / (n_rows − 1)` and the total variance is
+ * the sum over all singular values (so `variance[i] / total` is the explained ratio).
+ * @param x `[n_rows][n_cols]`, finite.
+ * @param n_rows Rows, ≥ 2.
+ * @param n_cols Columns, ≥ 1.
+ * @param n_components k, 1 … min(n_rows, n_cols).
+ * @param scores_out `[n_rows][k]` (not NULL).
+ * @param scores_cap Capacity of `scores_out` in floats.
+ * @param components_out `[k][n_cols]` or NULL (then `components_cap` must be 0).
+ * @param components_cap Capacity of `components_out` in floats.
+ * @param variance_out `[k]` explained variances or NULL (then `variance_cap` must be 0).
+ * @param variance_cap Capacity of `variance_out` in doubles.
+ * @param[out] total_variance_out Total variance, or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL x or scores_out, a non-finite value, too few
+ *         rows or columns); ::INDUCT_ERANGE (n_components out of range);
+ *         ::INDUCT_EBUFSIZE (the message names the length needed); ::INDUCT_ELIMIT;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,
+                                   uint32_t n_components, float *scores_out, size_t scores_cap,
+                                   float *components_out, size_t components_cap,
+                                   double *variance_out, size_t variance_cap,
+                                   double *total_variance_out);
+
+/**
+ * @brief Rule of induct_analysis_phase_window(). Size-prefixed; fields only appended.
+ * @since 0.1
+ */
+typedef struct induct_phase_config {
+    size_t size;        /**< `sizeof(induct_phase_config)` as the caller compiled it. */
+    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1).
+                             Default 0.1. */
+    double hi_frac;     /**< Fraction that closes it, (lo_frac, 1]. Default 0.9. */
+    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0.
+                             Default 0.05. */
+    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none).
+                             Default 1. */
+    uint32_t reserved0; /**< Must be 0. */
+} induct_phase_config;
+
+/**
+ * @brief Write the defaults into a phase config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_phase_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_phase_config_init(induct_phase_config *cfg, size_t size);
+
+/**
+ * @brief Phase-change window from a series of (step, ICL score) points (ICL paper,
+ * "the phase change"; the rule is ours).
+ *
+ * The scores are smoothed with a centred moving average of width `smooth`
+ * (truncated at the ends); `Δ = s[n−1] − s[0]` is the final change. If `|Δ| <
+ * min_change` there is no window. Otherwise `f_i = (s_i − s_0) / Δ` is the fraction
+ * of the final change reached at point i; the window opens at the first crossing of
+ * `lo_frac` and closes at the first crossing of `hi_frac` at or after it, each
+ * located by linear interpolation between the two points around the crossing.
+ * @param steps `[n]` strictly increasing, finite (training steps, tokens, …).
+ * @param icl `[n]` finite ICL scores.
+ * @param n Points, ≥ 2.
+ * @param cfg NULL means the defaults.
+ * @param[out] start_out Opening step, NaN when no window (not NULL).
+ * @param[out] end_out Closing step, NaN when no window (not NULL).
+ * @param[out] found_out 1 if a window was found, else 0 (may be NULL).
+ * @return ::INDUCT_OK (also when no window is found); ::INDUCT_EINVAL (NULL, n < 2,
+ *         non-finite values, steps not increasing, bad fractions, even or zero
+ *         smooth, reserved0 ≠ 0); ::INDUCT_EABI.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_phase_window(const double *steps, const double *icl, size_t n,
+                                            const induct_phase_config *cfg, double *start_out,
+                                            double *end_out, uint32_t *found_out);
+
+/** Head label: none of the classes below. @since 0.1 */
+#define INDUCT_HEAD_OTHER 0u
+/** Head label: previous-token head. @since 0.1 */
+#define INDUCT_HEAD_PREVIOUS_TOKEN 1u
+/** Head label: induction head. @since 0.1 */
+#define INDUCT_HEAD_INDUCTION 2u
+/** Head label: duplicate-token head. @since 0.1 */
+#define INDUCT_HEAD_DUPLICATE 3u
+
+/**
+ * @brief Thresholds of induct_analysis_classify_heads(). Size-prefixed.
+ * @since 0.1
+ */
+typedef struct induct_classify_config {
+    size_t size;           /**< `sizeof(induct_classify_config)` as the caller compiled it. */
+    double previous_token; /**< Previous-token score threshold, (0, 1]. Default 0.4. */
+    double induction;      /**< Prefix-matching score threshold, (0, 1]. Default 0.4. */
+    double duplicate;      /**< Duplicate-token score threshold, (0, 1]. Default 0.4. */
+    double copying;        /**< Copying score an induction head also needs when copying
+                                scores are given, [−1, 1]. Default 0. */
+} induct_classify_config;
+
+/**
+ * @brief Write the defaults into a classify config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_classify_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_classify_config_init(induct_classify_config *cfg, size_t size);
+
+/**
+ * @brief Label each head from its scores (the rule is ours; the ICL paper defines
+ * induction heads as prefix-matching and copying).
+ *
+ * A head is a candidate for a class when its score reaches the class threshold
+ * (induction additionally needs `copying[i] ≥ copying` when `copying` is not NULL).
+ * Among its candidate classes it gets the one with the largest margin `score −
+ * threshold` (ties: induction, then previous-token, then duplicate); with no
+ * candidate it is ::INDUCT_HEAD_OTHER.
+ * @param previous_token `[n]` previous-token scores (induct_analysis_previous_token_score()).
+ * @param prefix_matching `[n]` prefix-matching scores.
+ * @param duplicate `[n]` duplicate-token scores.
+ * @param copying `[n]` copying scores, or NULL.
+ * @param n Heads (normally n_layers·n_heads).
+ * @param cfg NULL means the defaults.
+ * @param labels_out `[n]` `INDUCT_HEAD_*` values, or NULL with `labels_cap` 0 to ask the length.
+ * @param labels_cap Capacity of `labels_out`.
+ * @param[out] out_len Set to n (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL score array, non-finite score, threshold
+ *         out of range); ::INDUCT_EABI; ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_classify_heads(const float *previous_token,
+                                              const float *prefix_matching,
+                                              const float *duplicate, const float *copying,
+                                              size_t n, const induct_classify_config *cfg,
+                                              uint32_t *labels_out, size_t labels_cap,
+                                              size_t *out_len);
+/** @} */
 
 /* ---- training driver, metrics, checkpoints (issue 5) ------------------- */
 

@@ -8,7 +8,7 @@ from ._capi import lib as _lib
 from ._errors import (ABIMismatch, BufferTooSmall, FormatError, InductError, Interrupted,
                       InvalidArgument, IOFailure, LimitExceeded, NotSupported, NumericError,
                       OutOfMemory, OutOfRange, StateError)
-from .core import Dataset, Model, Optimizer
+from .core import Dataset, Model, Optimizer, read_metrics
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -19,7 +19,7 @@ def status_name(status):
     return _lib.induct_status_name(status).decode()
 
 
-__all__ = ["Model", "Optimizer", "Dataset", "InductError", "InvalidArgument", "OutOfRange",
+__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "InductError", "InvalidArgument", "OutOfRange",
            "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch", "StateError",
            "Interrupted", "NotSupported", "NumericError", "OutOfMemory", "LimitExceeded",
            "status_name", "__version__", "library_path"]

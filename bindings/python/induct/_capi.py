@@ -52,8 +52,32 @@ class RRTConfig(_Sized):
     ]
 
 
+class TrainConfig(_Sized):
+    _init_fn = "induct_train_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("steps", c_uint64), ("batch", c_uint32), ("seq_len", c_uint32),
+        ("eval_every", c_uint64), ("eval_log2", c_uint32), ("eval_batch", c_uint32),
+        ("metrics", c_uint32), ("metrics_append", c_uint32), ("metrics_path", c_char_p),
+        ("snapshot_every", c_uint64), ("snapshot_log2", c_uint32),
+        ("snapshot_optimizer", c_uint32), ("snapshot_path", c_char_p),
+        ("target_loss", c_double),
+    ]
+
+
+class Progress(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("events", c_uint32), ("reserved0", c_uint32), ("step", c_uint64),
+        ("steps", c_uint64), ("loss", c_double), ("lr", c_double),
+        ("tokens_per_second", c_double), ("elapsed_seconds", c_double),
+        ("eta_seconds", c_double), ("eval_loss", c_double), ("snapshot_path", c_char_p),
+    ]
+
+
+PROGRESS_FN = ctypes.CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
+
 #: Every struct mirrored here, for the layout test against the C headers.
-STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig}
+STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
+           "induct_train_config": TrainConfig, "induct_progress": Progress}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)
@@ -106,6 +130,12 @@ FUNCTIONS = [
     ("induct_train_step_tokens", [P, c_int32_p, c_uint32, c_uint32, c_double_p], c_int),
     ("induct_analysis_induction_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
                                          c_size_t_p], c_int),
+    ("induct_model_save", [P, c_char_p], c_int),
+    ("induct_model_load", [PP, c_char_p], c_int),
+    ("induct_optimizer_save", [P, c_char_p], c_int),
+    ("induct_optimizer_load", [PP, P, c_char_p], c_int),
+    ("induct_train_config_init", [POINTER(TrainConfig), c_size_t], c_int),
+    ("induct_train", [P, P, POINTER(TrainConfig), PROGRESS_FN, c_void_p], c_int),
     ("induct_analysis_previous_token_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
                                               c_size_t_p], c_int),
 ]

@@ -2,12 +2,19 @@
 import ctypes
 
 from . import _arrays
-from ._capi import ModelConfig, RRTConfig, call, lib
+import json
+import os
+
+from ._capi import PROGRESS_FN, ModelConfig, RRTConfig, TrainConfig, call, lib
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
 SPLIT = {"train": 0, "eval": 1}
 OPTIM = {"adamw": 0, "sgd": 1}
+METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
+          "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
+          "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
+EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
 OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
              "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
              "momentum": 11, "step": 12}
@@ -97,6 +104,17 @@ class Model(_Handle):
         out = ctypes.c_void_p()
         call("induct_model_clone", ctypes.byref(out), self)
         return Model._wrap(out.value)
+
+    def save(self, path):
+        """Write the weights as a safetensors file with TransformerLens names (atomic)."""
+        call("induct_model_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, path):
+        """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
+        out = ctypes.c_void_p()
+        call("induct_model_load", ctypes.byref(out), os.fsencode(path))
+        return cls._wrap(out.value)
 
     def set_threads(self, n):
         call("induct_model_set_threads", self, n)
@@ -271,6 +289,80 @@ class Optimizer(_Handle):
         call("induct_optimizer_get", self, OPT_PARAM[name], ctypes.byref(v))
         return v.value
 
+    def save(self, path):
+        """Weights plus optimizer state (moments, step, settings) in one safetensors file."""
+        call("induct_optimizer_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, model, path):
+        """Restore the optimizer state (and the weights) of a save() into `model`."""
+        out = ctypes.c_void_p()
+        call("induct_optimizer_load", ctypes.byref(out), model, os.fsencode(path))
+        self = cls.__new__(cls)
+        _Handle.__init__(self, out.value, parents=(model,))
+        self.model = model
+        return self
+
+    def train(self, dataset, steps, batch=32, seq_len=0, eval_every=0, eval_log2=False,
+              eval_batch=64, metrics=("loss",), metrics_path=None, metrics_append=False,
+              snapshot_every=0, snapshot_log2=False, snapshot_optimizer=True,
+              snapshot_path=None, target_loss=0.0, progress=None):
+        """Train until the step counter reaches `steps` (induct_train).
+
+        `metrics` names INDUCT_TRAIN_METRIC_* bits ("loss", "icl_score", ...). `progress`,
+        if given, is called on this thread as progress(info: dict) after every step,
+        evaluation and snapshot; returning True stops the run (InductError Interrupted is
+        raised). An exception raised inside it also stops the run and is re-raised here.
+        Returns the path of the metrics log (or None)."""
+        cfg = TrainConfig.defaults()
+        cfg.steps, cfg.batch, cfg.seq_len = steps, batch, seq_len
+        cfg.eval_every, cfg.eval_log2, cfg.eval_batch = eval_every, int(eval_log2), eval_batch
+        bits = 0
+        for name in metrics:
+            if name not in METRIC:
+                raise ValueError(f"unknown metric '{name}'; known: {sorted(METRIC)}")
+            bits |= METRIC[name]
+        cfg.metrics = bits
+        cfg.metrics_append = int(metrics_append)
+        keep = []
+        if metrics_path is not None:
+            keep.append(os.fsencode(metrics_path))
+            cfg.metrics_path = keep[-1]
+        cfg.snapshot_every, cfg.snapshot_log2 = snapshot_every, int(snapshot_log2)
+        cfg.snapshot_optimizer = int(snapshot_optimizer)
+        if snapshot_path is not None:
+            keep.append(os.fsencode(snapshot_path))
+            cfg.snapshot_path = keep[-1]
+        cfg.target_loss = target_loss
+        raised = []
+
+        def trampoline(p, _user):
+            if progress is None:
+                return 0
+            try:
+                q = p.contents
+                info = {"events": [k for k, v in EVENT.items() if q.events & v],
+                        "step": q.step, "steps": q.steps, "loss": q.loss, "lr": q.lr,
+                        "tokens_per_second": q.tokens_per_second,
+                        "elapsed_seconds": q.elapsed_seconds, "eta_seconds": q.eta_seconds,
+                        "eval_loss": q.eval_loss,
+                        "snapshot_path": q.snapshot_path.decode() if q.snapshot_path else None}
+                return 1 if progress(info) else 0
+            except BaseException as e:  # stop the C loop; re-raised after it returns
+                raised.append(e)
+                return 1
+
+        cb = PROGRESS_FN(trampoline)  # kept alive for the whole call
+        try:
+            call("induct_train", self, dataset, ctypes.byref(cfg), cb, None)
+        except Exception:
+            if raised:
+                raise raised[0] from None
+            raise
+        if raised:
+            raise raised[0]
+        return metrics_path
+
     @property
     def current_lr(self):
         v = ctypes.c_double()
@@ -295,3 +387,9 @@ class Optimizer(_Handle):
             keep, ptr, B, T = _arrays.tokens_in(data)
             call("induct_train_step_tokens", self, ptr, B, T, ctypes.byref(loss))
         return loss.value
+
+
+def read_metrics(path):
+    """The JSON Lines metrics log of Optimizer.train as a list of dicts (one per evaluation)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -21,6 +21,20 @@ int main(void) {
     F(induct_rrt_config, min_block); F(induct_rrt_config, max_block); F(induct_rrt_config, token_lo);
     F(induct_rrt_config, token_hi); F(induct_rrt_config, bos); F(induct_rrt_config, distinct_block);
     F(induct_rrt_config, seed);
+    first = 0;
+    printf("}}, \"induct_train_config\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_train_config));
+    F(induct_train_config, size); F(induct_train_config, steps); F(induct_train_config, batch);
+    F(induct_train_config, seq_len); F(induct_train_config, eval_every); F(induct_train_config, eval_log2);
+    F(induct_train_config, eval_batch); F(induct_train_config, metrics); F(induct_train_config, metrics_append);
+    F(induct_train_config, metrics_path); F(induct_train_config, snapshot_every);
+    F(induct_train_config, snapshot_log2); F(induct_train_config, snapshot_optimizer);
+    F(induct_train_config, snapshot_path); F(induct_train_config, target_loss);
+    first = 0;
+    printf("}}, \"induct_progress\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_progress));
+    F(induct_progress, size); F(induct_progress, events); F(induct_progress, reserved0);
+    F(induct_progress, step); F(induct_progress, steps); F(induct_progress, loss); F(induct_progress, lr);
+    F(induct_progress, tokens_per_second); F(induct_progress, elapsed_seconds);
+    F(induct_progress, eta_seconds); F(induct_progress, eval_loss); F(induct_progress, snapshot_path);
     printf("}}}\n");
     return 0;
 }

@@ -165,3 +165,61 @@ def test_without_numpy():
                          env=os.environ)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def _small():
+    m = induct.Model(n_layers=2, d_model=16, n_heads=2, n_ctx=16, d_vocab=12, seed=2)
+    d = induct.Dataset.rrt(d_vocab=12, min_block=3, seed=4)
+    return m, d
+
+
+def test_train_metrics_and_resume(tmp_path):
+    m, d = _small()
+    o = induct.Optimizer(m, lr=3e-3)
+    seen = []
+    log = o.train(d, steps=8, batch=4, seq_len=16, eval_every=4, eval_batch=8,
+                  metrics=("loss", "induction_score", "previous_token"),
+                  metrics_path=tmp_path / "m.jsonl", progress=lambda p: seen.append(p))
+    recs = induct.read_metrics(log)
+    assert [r["step"] for r in recs] == [0, 4, 8]
+    assert np.array(recs[-1]["induction_score"]).shape == (2, 2)
+    assert [p["step"] for p in seen if "step" in p["events"]] == list(range(1, 9))
+    # the last record's eval loss equals an independent forward on the evaluation set
+    toks, _ = d.batch(0, 8, 16, split="eval")
+    assert recs[-1]["eval_loss"] == pytest.approx(m.forward(toks, logits=False)[2], rel=1e-6)
+    # resume: 8 straight == 4, save, load, 4
+    m2, _ = _small()
+    o2 = induct.Optimizer(m2, lr=3e-3)
+    o2.train(d, steps=4, batch=4, seq_len=16)
+    o2.save(tmp_path / "half.safetensors")
+    m3 = induct.Model.load(tmp_path / "half.safetensors")
+    o3 = induct.Optimizer.load(m3, tmp_path / "half.safetensors")
+    assert o3["step"] == 4
+    o3.train(d, steps=8, batch=4, seq_len=16)
+    for k, v in m.weights().items():
+        assert np.array_equal(v, m3.weights()[k]), k
+
+
+def test_callback_exception_stops_and_reraises():
+    m, d = _small()
+    o = induct.Optimizer(m)
+
+    def boom(p):
+        if p["step"] == 3:
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        o.train(d, steps=10, batch=2, seq_len=16, progress=boom)
+    assert o["step"] == 3  # the run stopped right after the step that raised
+    with pytest.raises(induct.Interrupted):
+        o.train(d, steps=10, batch=2, seq_len=16, progress=lambda p: p["step"] >= 5)
+    assert o["step"] == 5
+
+
+def test_unknown_metric_and_missing_file(tmp_path):
+    m, d = _small()
+    o = induct.Optimizer(m)
+    with pytest.raises(ValueError, match="unknown metric"):
+        o.train(d, steps=1, metrics=("nonsense",))
+    with pytest.raises(induct.InductError):
+        induct.Model.load(tmp_path / "missing.safetensors")
