@@ -28,8 +28,10 @@ static size_t n_heads_total(const induct_model *m) {
 
 static int ensure_modes(induct_model *m) {
     if (m->abl.mode) return INDUCT_OK;
+    INDUCT_TRY(induct__model_reserve(m, n_heads_total(m), 0, "ablation modes"));
     m->abl.mode = calloc(n_heads_total(m), 1);
     INDUCT_FAIL_IF(!m->abl.mode, INDUCT_ENOMEM, "ablation: out of memory");
+    induct__model_held(m, n_heads_total(m), 0); /* hardening (issue 7) */
     return INDUCT_OK;
 }
 
@@ -93,6 +95,7 @@ INDUCT_API int induct_model_clear_ablations(induct_model *m) {
     m->abl.preserve = 0;
     m->abl.phase = INDUCT__ABL_PHASE_IDLE;
     free(m->abl.frozen);
+    induct__model_held(m, 0, (uint64_t)m->abl.frozen_cap * sizeof(float));
     m->abl.frozen = NULL;
     m->abl.frozen_cap = 0;
     recount(m);
@@ -123,6 +126,16 @@ INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *to
     size_t MT = how ? T : 1, n;
     INDUCT_FAIL_IF(!induct__mul(L * H, MT, &n) || !induct__mul(n, dh, &n), INDUCT_ELIMIT,
                    "%s: reference too large", fn);
+    /* hardening (issue 7): the reference (held with the model, replacing the old one),
+     * its accumulator and the reference pass must fit the model's limits */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, n, sizeof(float));
+    uint64_t mean_bytes = tmp.n, old_bytes = m->abl.mean ? (uint64_t)L * H * m->abl.mean_T * dh *
+                                                               sizeof(float)
+                                                         : 0;
+    induct__bytes_add(&tmp, (uint64_t)MT * dh, sizeof(double));
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: reference too large", fn);
+    INDUCT_TRY(induct__model_check_workspace(m, B, T, tmp.n));
     float *mean = malloc(n * sizeof *mean);
     double *acc = malloc(MT * dh * sizeof *acc);
     if (!mean || !acc) {
@@ -159,6 +172,7 @@ INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *to
     }
     free(acc);
     free(m->abl.mean);
+    induct__model_held(m, mean_bytes, old_bytes);
     m->abl.mean = mean;
     m->abl.mean_T = (uint32_t)MT;
     m->abl.mean_per_pos = how;
@@ -188,12 +202,21 @@ int induct__ablation_forward(induct_model *m, const int32_t *tokens, uint32_t B,
             !induct__mul(need, c->n_layers - a->first_layer - 1, &need))
             return induct__fail(INDUCT_ELIMIT, "pattern-preserving ablation: size overflow");
         if (need > a->frozen_cap) {
+            /* hardening (issue 7): the passes' workspace first (it bounds B, T), then the
+             * frozen patterns, held with the model, within its limits */
+            uint64_t old = (uint64_t)a->frozen_cap * sizeof(float);
+            INDUCT_TRY(induct__model_check_workspace(m, B, T, 0));
+            INDUCT_FAIL_IF(need > SIZE_MAX / sizeof(float), INDUCT_ELIMIT,
+                           "pattern-preserving ablation: size overflow");
+            INDUCT_TRY(induct__model_reserve(m, (uint64_t)need * sizeof(float), old,
+                                             "pattern-preserving ablation"));
             float *f = malloc(need * sizeof *f);
             INDUCT_FAIL_IF(!f, INDUCT_ENOMEM,
                            "pattern-preserving ablation: out of memory for %zu floats", need);
             free(a->frozen);
             a->frozen = f;
             a->frozen_cap = need;
+            induct__model_held(m, (uint64_t)need * sizeof(float), old);
         }
         a->phase = INDUCT__ABL_PHASE_RECORD;
         rc = induct__forward(m, tokens, B, T, NULL);
@@ -612,6 +635,13 @@ static int fast_alloc(fast_ctx *cx) {
                 {&cx->qrow, R * (D > c->d_head ? D : c->d_head)},
                 {&cx->zrow, R * HD},
                 {&cx->mq, 3 * c->d_head * HD}};
+    /* hardening (issue 7): these buffers and the clean pass's workspace must fit */
+    induct__bytes tmp = {0, 0};
+    for (size_t i = 0; i < sizeof plan / sizeof *plan; i++)
+        induct__bytes_add(&tmp, plan[i].n ? plan[i].n : 1, sizeof(float));
+    induct__bytes_add(&tmp, R, sizeof *cx->row + sizeof *cx->tgt);
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "ablation attribution: size overflow");
+    INDUCT_TRY(induct__model_check_workspace(m, (uint32_t)Bm, (uint32_t)T, tmp.n));
     for (size_t i = 0; i < sizeof plan / sizeof *plan; i++) {
         *plan[i].p = malloc((plan[i].n ? plan[i].n : 1) * sizeof(float));
         if (!*plan[i].p) {

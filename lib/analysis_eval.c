@@ -60,6 +60,15 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
     size_t n;
     INDUCT_FAIL_IF(!induct__mul(c.n_seq, c.seq_len, &n) || n > ((size_t)1 << 34), INDUCT_ELIMIT,
                    "%s: %u sequences of %u tokens are too many", fn, c.n_seq, c.seq_len);
+    /* hardening (issue 7): the set (held while open), the per-position and per-sequence
+     * scratch of the callers, and the workspace of one chunk must fit the model's
+     * limits before anything is allocated */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, n, sizeof(int32_t));
+    induct__bytes_add(&tmp, c.seq_len, sizeof(double));
+    induct__bytes_add(&tmp, c.n_seq, sizeof(uint32_t) + sizeof(float));
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
+    INDUCT_TRY(induct__model_check_workspace(m, c.chunk, c.seq_len, tmp.n));
     int32_t *tok = malloc(n * sizeof *tok);
     INDUCT_FAIL_IF(!tok, INDUCT_ENOMEM, "%s: out of memory for %zu tokens", fn, n);
     int rc = induct_dataset_batch(d, c.split, c.batch_index, c.n_seq, c.seq_len, tok, n, NULL, 0);
@@ -68,6 +77,9 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
         free(tok);
         return rc;
     }
+    ev->m = m;
+    ev->held = (uint64_t)n * sizeof *tok;
+    induct__model_held(m, ev->held, 0);
     ev->tok = tok;
     ev->n_seq = c.n_seq;
     ev->T = c.seq_len;
@@ -81,6 +93,8 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
 void induct__eval_close(induct__eval *ev) {
     free(ev->tok);
     ev->tok = NULL;
+    if (ev->m) induct__model_held(ev->m, 0, ev->held);
+    ev->held = 0;
 }
 
 int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uint32_t B) {

@@ -110,7 +110,7 @@ INDUCT_API int induct_analysis_probe_tokens(const induct_model *m, const induct_
 
 /* Build the probe and run it through the model (ablations in force apply). */
 static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t copying, probe *pr,
-                     const char *fn) {
+                     uint64_t extra_per_position, const char *fn) {
     memset(pr, 0, sizeof *pr);
     induct_probe_config c;
     INDUCT_TRY(probe_config(&c, m, cfg, copying, fn));
@@ -121,6 +121,12 @@ static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t c
     pr->n_seq = c.n_seq;
     size_t n;
     INDUCT_FAIL_IF(!induct__mul(c.n_seq, pr->T, &n), INDUCT_ELIMIT, "%s: size overflow", fn);
+    /* hardening (issue 7): tokens, the caller's per-position scratch and the workspace
+     * must fit the model's limits before anything is allocated */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, n, sizeof(int32_t) + extra_per_position);
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
+    INDUCT_TRY(induct__model_check_workspace(m, pr->n_seq, pr->T, tmp.n));
     pr->tok = malloc(n * sizeof *pr->tok);
     INDUCT_FAIL_IF(!pr->tok, INDUCT_ENOMEM, "%s: out of memory", fn);
     probe_fill(&c, copying, pr->tok, pr->T);
@@ -138,7 +144,7 @@ static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
     probe pr;
-    INDUCT_TRY(probe_run(m, cfg, 0, &pr, fn));
+    INDUCT_TRY(probe_run(m, cfg, 0, &pr, 0, fn));
     size_t H = m->cfg.n_heads, T = pr.T, P = pr.P;
     size_t nq = (size_t)(pr.R - 1) * P;
     for (size_t l = 0; l < m->cfg.n_layers; l++)
@@ -177,7 +183,8 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
     probe pr;
-    INDUCT_TRY(probe_run(m, cfg, 1, &pr, fn));
+    INDUCT_TRY(probe_run(m, cfg, 1, &pr,
+                         (uint64_t)m->cfg.d_model * (sizeof(double) + sizeof(float)), fn));
     const induct_model_config *c = &m->cfg;
     size_t H = c->n_heads, dh = c->d_head, HD = H * dh, D = c->d_model, V = c->d_vocab, T = pr.T;
     size_t N = (size_t)pr.n_seq * T;

@@ -38,6 +38,8 @@ typedef struct induct__eval {
     uint32_t n_seq, T, chunk;
     uint32_t e, t; /* loss indices: early - 1, late - 1 */
     uint64_t pos_seed;
+    induct_model *m; /* hardening (issue 7): the tokens count in m's memory while open */
+    uint64_t held;
 } induct__eval;
 /* Validate cfg (NULL = defaults) against the model and fetch the tokens. need_icl:
  * the context must hold the late index (ICL score, attribution); loss curves and

@@ -23,6 +23,16 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
     size_t nDV, nDD;
     INDUCT_FAIL_IF(!induct__mul(D, V, &nDV) || !induct__mul(D, D, &nDD), INDUCT_ELIMIT,
                    "%s: size overflow", fn);
+    /* hardening (issue 7): these double copies are checked against the model's limits */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, nDV, 2 * sizeof(double));
+    induct__bytes_add(&tmp, nDD, sizeof(double));
+    induct__bytes_add(&tmp, (uint64_t)dh * D, 3 * sizeof(double));
+    induct__bytes_add(&tmp, (uint64_t)dh * dh, sizeof(double));
+    induct__bytes_add(&tmp, dh, 2 * sizeof(double));
+    induct__bytes_add(&tmp, (uint64_t)c->n_layers * H, sizeof(float));
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
+    INDUCT_TRY(induct__model_reserve(m, tmp.n, 0, fn));
     double *WU = malloc(nDV * sizeof *WU), *WE = malloc(nDV * sizeof *WE),
            *UE = malloc(nDD * sizeof *UE), *Wo = malloc(dh * D * sizeof *Wo),
            *Wv = malloc(D * dh * sizeof *Wv), *t1 = malloc(dh * D * sizeof *t1),
@@ -104,7 +114,7 @@ static void heads_free(heads_f *f) {
     free(f->GOt);
 }
 
-static int heads_alloc(heads_f *f, size_t n, size_t D, size_t dh) {
+static int heads_alloc(const induct_model *m, heads_f *f, size_t n, size_t D, size_t dh) {
     memset(f, 0, sizeof *f);
     f->n = n;
     f->D = D;
@@ -112,6 +122,14 @@ static int heads_alloc(heads_f *f, size_t n, size_t D, size_t dh) {
     size_t big, small;
     INDUCT_FAIL_IF(!induct__mul(n, D * dh, &big) || !induct__mul(n, dh * dh, &small), INDUCT_ELIMIT,
                    "composition: size overflow");
+    /* hardening (issue 7): the double copies and Gram matrices (plus the caller's 3 dh^2
+     * scratch) are checked against the model's limits */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, big, 4 * sizeof(double));
+    induct__bytes_add(&tmp, small, 4 * sizeof(double));
+    induct__bytes_add(&tmp, (uint64_t)dh * dh, 3 * sizeof(double));
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "composition: size overflow");
+    INDUCT_TRY(induct__model_reserve(m, tmp.n, 0, "composition"));
     f->WQ = malloc(big * sizeof(double));
     f->WK = malloc(big * sizeof(double));
     f->WV = malloc(big * sizeof(double));
@@ -176,7 +194,7 @@ INDUCT_API int induct_analysis_composition(const induct_model *m, uint32_t kind,
     INDUCT_TRY(
         induct__an_out(fn, "[n_layers][n_heads][n_layers][n_heads]", n * n, out, out_cap, out_len));
     heads_f f;
-    INDUCT_TRY(heads_alloc(&f, n, D, dh));
+    INDUCT_TRY(heads_alloc(m, &f, n, D, dh));
     double *tmp = malloc(3 * dh * dh * sizeof *tmp);
     if (!tmp) {
         heads_free(&f);
@@ -209,7 +227,7 @@ INDUCT_API int induct_analysis_composition_baseline(const induct_model *m, uint3
                    "%s: n_samples must be in [1, 100000] (got %u)", fn, n_samples);
     size_t D = m->cfg.d_model, dh = m->cfg.d_head;
     heads_f f;
-    INDUCT_TRY(heads_alloc(&f, 2, D, dh));
+    INDUCT_TRY(heads_alloc(m, &f, 2, D, dh));
     double *tmp = malloc(3 * dh * dh * sizeof *tmp);
     if (!tmp) {
         heads_free(&f);

@@ -172,6 +172,19 @@ void induct__model_ref(induct_model *m);
 int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
                           const char *what);
 void induct__model_held(induct_model *m, uint64_t add, uint64_t release);
+/* A byte total of several buffers, checked: add `count` elements of `elem` bytes. */
+typedef struct induct__bytes {
+    uint64_t n;
+    int overflow;
+} induct__bytes;
+static inline void induct__bytes_add(induct__bytes *b, uint64_t count, uint64_t elem) {
+    if (elem && count > UINT64_MAX / elem) {
+        b->overflow = 1;
+        return;
+    }
+    if (b->n > UINT64_MAX - count * elem) b->overflow = 1;
+    else b->n += count * elem;
+}
 /* forward.c: would the workspace for (B, T), plus `extra` bytes of temporaries of the
  * calling function, fit the fixed limit and the cap? Forgets the cached layout (the
  * next pass lays it out again); allocates nothing. */

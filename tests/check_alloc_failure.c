@@ -263,6 +263,98 @@ static int call_train(void) {
     return induct_train(o, d, &tc, NULL, NULL);
 }
 
+static int call_icl(void) {
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 3;
+    ec.chunk = 2;
+    ec.early = 2;
+    ec.late = 6;
+    double icl;
+    return induct_analysis_icl_score(m, d, &ec, &icl);
+}
+static int call_loss_vectors(void) {
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 3;
+    float per[3], avg[7];
+    return induct_analysis_loss_vectors(m, d, &ec, per, 3, avg, 7);
+}
+static int call_prefix(void) {
+    induct_probe_config pc;
+    induct_probe_config_init(&pc, sizeof pc);
+    pc.n_seq = 2;
+    pc.block_len = 3;
+    pc.n_repeats = 2;
+    float out[4];
+    size_t len;
+    return induct_analysis_prefix_matching(m, &pc, out, 4, &len);
+}
+static int call_copying(void) {
+    induct_probe_config pc;
+    induct_probe_config_init(&pc, sizeof pc);
+    pc.n_seq = 2;
+    pc.block_len = 6;
+    float out[4];
+    size_t len;
+    return induct_analysis_copying(m, &pc, out, 4, &len);
+}
+static int call_eigen(void) {
+    float out[4];
+    size_t len;
+    return induct_analysis_copying_eigen(m, out, 4, &len);
+}
+static int call_composition(void) {
+    static float out[16];
+    size_t len;
+    return induct_analysis_composition(m, INDUCT_COMPOSITION_K, out, 16, &len);
+}
+static int call_mean(void) {
+    return induct_model_set_ablation_mean(m, tok, 2, 8, INDUCT_MEAN_PER_POSITION);
+}
+static int call_attribution(void) {
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 2;
+    ec.early = 2;
+    ec.late = 6;
+    float out[4];
+    size_t len;
+    double icl;
+    return induct_analysis_ablation_attribution(m, d, &ec, INDUCT_ABLATE_ZERO, out, 4, &len,
+                                                &icl);
+}
+static int call_preserving_forward(void) {
+    double loss;
+    return induct_model_forward(m, tok, 2, 8, NULL, 0, NULL, 0, &loss);
+}
+static void setup_preserving(void) {
+    setup_models();
+    ck_ok(induct_model_ablate_head(m, 0, 1, INDUCT_ABLATE_ZERO));
+    ck_ok(induct_model_set_preserve_patterns(m, 1));
+}
+static void ablated_usable(void) {
+    double loss;
+    ck_ok(induct_model_forward(m, tok, 2, 8, NULL, 0, NULL, 0, &loss));
+    ck_ok(induct_model_clear_ablations(m));
+    same_as_twin();
+}
+static void setup_attn_only(void) {
+    setup_models();
+    induct_model_free(m);
+    induct_model_free(twin);
+    cfg.d_mlp = 0; /* the attention-only fast path of the attribution */
+    cfg.layer_norm = 0;
+    ck_ok(induct_model_new(&m, &cfg));
+    ck_ok(induct_model_new(&twin, &cfg));
+}
+static int call_pca(void) {
+    float x[6 * 5], scores[6 * 2], comp[2 * 5];
+    double var[2], tv;
+    for (int i = 0; i < 30; i++) x[i] = (float)((i * 37) % 11) - 5.0f;
+    return induct_analysis_pca(x, 6, 5, 2, scores, 12, comp, 10, var, 2, &tv);
+}
+
 /* ---- checks after a failure -------------------------------------------------------- */
 
 static void save_failed(void) {
@@ -322,6 +414,19 @@ SWEEP(oom_model_load, setup_saved, call_model_load, load_failed, loaded_equals, 
 SWEEP(oom_optimizer_load, setup_saved, call_optimizer_load, out_null, NULL, teardown_files)
 SWEEP(oom_train, setup_files, call_train, train_failed, snapshots_written, teardown_files)
 
+SWEEP(oom_icl_score, setup_models, call_icl, same_as_twin, same_as_twin, teardown_all)
+SWEEP(oom_loss_vectors, setup_models, call_loss_vectors, same_as_twin, NULL, teardown_all)
+SWEEP(oom_prefix_matching, setup_models, call_prefix, same_as_twin, NULL, teardown_all)
+SWEEP(oom_copying, setup_models, call_copying, same_as_twin, NULL, teardown_all)
+SWEEP(oom_copying_eigen, setup_models, call_eigen, same_as_twin, NULL, teardown_all)
+SWEEP(oom_composition, setup_models, call_composition, same_as_twin, NULL, teardown_all)
+SWEEP(oom_ablation_mean, setup_models, call_mean, same_as_twin, NULL, teardown_all)
+SWEEP(oom_preserving_forward, setup_preserving, call_preserving_forward, ablated_usable, NULL,
+      teardown_all)
+SWEEP(oom_attribution_general, setup_models, call_attribution, same_as_twin, NULL, teardown_all)
+SWEEP(oom_attribution_fast, setup_attn_only, call_attribution, same_as_twin, NULL, teardown_all)
+SWEEP(oom_pca, NULL, call_pca, NULL, NULL, NULL)
+
 int main(void) {
     Suite *s = suite_create("alloc_failure");
     TCase *tc = tcase_create("sweep");
@@ -341,6 +446,17 @@ int main(void) {
     tcase_add_test(tc, oom_model_load);
     tcase_add_test(tc, oom_optimizer_load);
     tcase_add_test(tc, oom_train);
+    tcase_add_test(tc, oom_icl_score);
+    tcase_add_test(tc, oom_loss_vectors);
+    tcase_add_test(tc, oom_prefix_matching);
+    tcase_add_test(tc, oom_copying);
+    tcase_add_test(tc, oom_copying_eigen);
+    tcase_add_test(tc, oom_composition);
+    tcase_add_test(tc, oom_ablation_mean);
+    tcase_add_test(tc, oom_preserving_forward);
+    tcase_add_test(tc, oom_attribution_general);
+    tcase_add_test(tc, oom_attribution_fast);
+    tcase_add_test(tc, oom_pca);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

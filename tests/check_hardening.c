@@ -263,6 +263,74 @@ START_TEST(test_loaded_model_uncapped) {
 }
 END_TEST
 
+
+/* ---- the analysis suite under the cap ------------------------------------------------ */
+
+START_TEST(test_cap_analysis_suite) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.n_ctx = 16;
+    induct_model *m = new_model(&c);
+    induct_dataset *d = rrt(11);
+    int32_t tok[4 * 16];
+    tu_tokens(tok, 64, 11, 4);
+    /* warm up: a workspace for (4, 16), then cap just above what is held */
+    ck_ok(induct_model_forward(m, tok, 4, 16, NULL, 0, NULL, 0, NULL));
+    uint64_t held = induct_model_memory_used(m);
+    ck_ok(induct_model_set_max_bytes(m, held + 4096));
+
+    /* an evaluation set far beyond the cap: refused before the tokens are generated */
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 1u << 20;
+    ec.seq_len = 16;
+    ec.early = 2;
+    ec.late = 10;
+    double icl;
+    ck_fails(induct_analysis_icl_score(m, d, &ec, &icl), INDUCT_ELIMIT);
+    ck_assert_uint_eq(induct_model_memory_used(m), held);
+    ec.n_seq = 8; /* 8 x 16 tokens (512 bytes) held while it runs, then released */
+    ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));
+    ck_assert(isfinite(icl));
+    ck_assert_uint_eq(induct_model_memory_used(m), held);
+
+    /* weight-based scores: their double copies are checked against the cap */
+    float comp[4 * 4];
+    size_t len;
+    ck_ok(induct_model_set_max_bytes(m, held + 64));
+    ck_fails(induct_analysis_composition(m, INDUCT_COMPOSITION_Q, comp, 16, &len), INDUCT_ELIMIT);
+    float eig[4];
+    ck_fails(induct_analysis_copying_eigen(m, eig, 4, &len), INDUCT_ELIMIT);
+    ck_ok(induct_model_set_max_bytes(m, 0));
+    ck_ok(induct_analysis_composition(m, INDUCT_COMPOSITION_Q, comp, 16, &len));
+    ck_ok(induct_analysis_copying_eigen(m, eig, 4, &len));
+
+    /* a mean-ablation reference is held with the model; replacing it keeps one */
+    ck_ok(induct_model_set_ablation_mean(m, tok, 4, 16, INDUCT_MEAN_PER_POSITION));
+    uint64_t with_mean = induct_model_memory_used(m);
+    /* [n_layers][n_heads][16][d_head] floats */
+    ck_assert_uint_eq(with_mean - held, 2u * 2u * 16u * 4u * sizeof(float));
+    ck_ok(induct_model_set_ablation_mean(m, tok, 4, 16, INDUCT_MEAN_POOLED));
+    ck_assert_uint_eq(induct_model_memory_used(m) - held, 2u * 2u * 1u * 4u * sizeof(float));
+    ck_ok(induct_model_set_max_bytes(m, induct_model_memory_used(m)));
+    ck_fails(induct_model_set_ablation_mean(m, tok, 4, 16, INDUCT_MEAN_PER_POSITION),
+             INDUCT_ELIMIT);
+    /* pattern-preserving ablation keeps clean patterns: counted, and released by clear */
+    ck_ok(induct_model_set_max_bytes(m, 0));
+    uint64_t before = induct_model_memory_used(m);
+    ck_ok(induct_model_ablate_head(m, 0, 1, INDUCT_ABLATE_ZERO));
+    ck_ok(induct_model_set_preserve_patterns(m, 1));
+    ck_ok(induct_model_forward(m, tok, 4, 16, NULL, 0, NULL, 0, NULL));
+    uint64_t frozen = induct_model_memory_used(m) - before;
+    /* the layer after the ablated one: [batch 4][heads 2][16][16], plus the mode table */
+    ck_assert_uint_eq(frozen, 4u * 2u * 16u * 16u * sizeof(float) + 2u * 2u);
+    ck_ok(induct_model_clear_ablations(m));
+    ck_assert_uint_eq(induct_model_memory_used(m), before + 2u * 2u);
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 /* ---- n_ctx costs nothing until used --------------------------------------------------- */
 
 START_TEST(test_memory_independent_of_n_ctx) {
@@ -594,6 +662,7 @@ int main(void) {
     tcase_add_test(tc, test_cap_optimizer);
     tcase_add_test(tc, test_cap_train_and_analysis);
     tcase_add_test(tc, test_loaded_model_uncapped);
+    tcase_add_test(tc, test_cap_analysis_suite);
     tcase_add_test(tc, test_memory_independent_of_n_ctx);
     tcase_add_test(tc, test_token_buffer_overflow);
     tcase_add_test(tc, test_header_limits);
