@@ -1,9 +1,10 @@
 /* libFuzzer target: the config validators. A size-prefixed config struct
- * (induct_model_config, induct_rrt_config or induct_train_config, chosen by the first
- * byte) is filled from the input and handed to induct_model_new(),
- * induct_dataset_new_rrt() or induct_train(); what they accept is then used.
+ * (induct_model_config, induct_rrt_config, induct_train_config, induct_eval_config or
+ * induct_probe_config, chosen by the first byte) is filled from the input and handed to
+ * induct_model_new(), induct_dataset_new_rrt(), induct_train(), the evaluation-set
+ * analyses or the probe analyses; what they accept is then used.
  *
- * Input: byte 0 = selector (low 2 bits: which struct; bit 7: force `size` to the
+ * Input: byte 0 = selector (bits 0-6 modulo 5: which struct; bit 7: force `size` to the
  * struct's sizeof, else the input's own 8 bytes are the size); then the struct's bytes
  * (the rest of a 4096-byte struct buffer stays zero, or the defaults where the input
  * is shorter); for RRT, two more bytes choose the batch shape.
@@ -141,16 +142,79 @@ static void fuzz_train(unsigned char *buf, const uint8_t *data, size_t n, int fi
     induct_model_free(m);
 }
 
+/* A tiny capped model for the analyses (fresh per input: analyses write its workspace
+ * and ablation state). */
+static induct_model *analysis_model(void) {
+    induct_model_config mc;
+    induct_model_config_init(&mc, sizeof mc);
+    mc.n_layers = 2;
+    mc.d_model = 8;
+    mc.n_heads = 2;
+    mc.n_ctx = 24;
+    mc.d_vocab = 11;
+    mc.max_bytes = CAP;
+    induct_model *m = NULL;
+    if (induct_model_new(&m, &mc)) __builtin_trap();
+    return m;
+}
+
+static void fuzz_eval(unsigned char *buf, const uint8_t *data, size_t n, int fix) {
+    induct_eval_config_init((induct_eval_config *)buf, sizeof(induct_eval_config));
+    overlay(buf, sizeof(induct_eval_config), data, n, fix);
+    const induct_eval_config *ec = (const induct_eval_config *)buf;
+    induct_model *m = analysis_model();
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = 11;
+    rc.min_block = 1;
+    induct_dataset *d = NULL;
+    if (induct_dataset_new_rrt(&d, &rc)) __builtin_trap();
+    double icl;
+    check_rc(induct_analysis_icl_score(m, d, ec, &icl));
+    check_cap(m);
+    float lbp[32];
+    size_t len;
+    check_rc(induct_analysis_loss_by_position(m, d, ec, lbp, 32, &len));
+    check_cap(m);
+    float attr[4];
+    check_rc(induct_analysis_ablation_attribution(m, d, ec, INDUCT_ABLATE_ZERO, attr, 4, &len,
+                                                  &icl));
+    check_cap(m);
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+
+static void fuzz_probe(unsigned char *buf, const uint8_t *data, size_t n, int fix) {
+    induct_probe_config_init((induct_probe_config *)buf, sizeof(induct_probe_config));
+    overlay(buf, sizeof(induct_probe_config), data, n, fix);
+    const induct_probe_config *pc = (const induct_probe_config *)buf;
+    induct_model *m = analysis_model();
+    float out[4];
+    size_t len;
+    check_rc(induct_analysis_prefix_matching(m, pc, out, 4, &len));
+    check_cap(m);
+    check_rc(induct_analysis_copying(m, pc, out, 4, &len));
+    check_cap(m);
+    static int32_t tok[4096];
+    int rc = induct_analysis_probe_tokens(m, pc, 0, tok, 4096, &len);
+    check_rc(rc);
+    for (size_t i = 0; rc == INDUCT_OK && i < len; i++)
+        if (tok[i] < 0 || tok[i] >= 11) __builtin_trap();
+    induct_model_free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     static unsigned char buf[BUF + 64];
     memset(buf, 0, sizeof buf);
     induct_error_clear();
     int fix = data[0] >> 7;
-    switch (data[0] & 3) {
+    switch ((data[0] & 0x7f) % 5) {
     case 0: fuzz_model(buf, data + 1, size - 1, fix); break;
     case 1: fuzz_rrt(buf, data + 1, size - 1, fix); break;
-    default: fuzz_train(buf, data + 1, size - 1, fix); break;
+    case 2: fuzz_train(buf, data + 1, size - 1, fix); break;
+    case 3: fuzz_eval(buf, data + 1, size - 1, fix); break;
+    default: fuzz_probe(buf, data + 1, size - 1, fix); break;
     }
     return 0;
 }

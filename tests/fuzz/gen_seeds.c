@@ -193,6 +193,25 @@ static void configs(void) {
     config_seed("train-eval", 0x82, &tc, sizeof tc, NULL, 0);
     tc.batch = 1u << 20; /* a batch beyond the model's cap: ELIMIT before any step */
     config_seed("train-big-batch", 0x82, &tc, sizeof tc, NULL, 0);
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 4;
+    ec.chunk = 2;
+    ec.early = 3;
+    ec.late = 20;
+    config_seed("eval-small", 0x83, &ec, sizeof ec, NULL, 0);
+    ec.n_seq = 1u << 24; /* an evaluation set beyond the model's cap */
+    config_seed("eval-huge", 0x83, &ec, sizeof ec, NULL, 0);
+    induct_probe_config pc;
+    induct_probe_config_init(&pc, sizeof pc);
+    pc.n_seq = 2;
+    pc.block_len = 5;
+    pc.n_repeats = 3;
+    pc.token_hi = 10;
+    pc.bos = 10;
+    config_seed("probe-small", 0x84, &pc, sizeof pc, NULL, 0);
+    pc.n_seq = 1u << 30;
+    config_seed("probe-huge", 0x84, &pc, sizeof pc, NULL, 0);
 }
 
 int main(int argc, char **argv) {
