@@ -5,12 +5,19 @@
  * provoked. Links only the shared library. */
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "testutil.h"
+
+/* The field this issue appended to induct_model_config, frozen (LP64). */
+_Static_assert(offsetof(induct_model_config, seed) == 72 &&
+                   offsetof(induct_model_config, max_bytes) == 80 &&
+                   sizeof(induct_model_config) == 88,
+               "induct_model_config layout");
 
 #define ck_fails(call, expected)                                                           \
     do {                                                                                   \
