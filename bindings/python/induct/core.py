@@ -123,6 +123,7 @@ class Model(_Handle):
     def n_params(self):
         return lib.induct_model_n_params(self)
 
+    @property
     def memory_used(self):
         """Bytes this model holds (parameters, gradients, workspace, optimizer moments)."""
         return lib.induct_model_memory_used(self)

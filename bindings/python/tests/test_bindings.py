@@ -223,3 +223,22 @@ def test_unknown_metric_and_missing_file(tmp_path):
         o.train(d, steps=1, metrics=("nonsense",))
     with pytest.raises(induct.InductError):
         induct.Model.load(tmp_path / "missing.safetensors")
+
+
+def test_memory_cap():
+    """max_bytes (hardening, issue 7): a config beyond the cap is refused, the cap can
+    be changed later, and memory_used reports what the model holds."""
+    with pytest.raises(induct.InductError) as e:
+        induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=1 << 20, d_vocab=11,
+                     max_bytes=1 << 20)
+    assert e.value.name == "INDUCT_ELIMIT" and "max_bytes" in str(e.value)
+    m = induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=8, d_vocab=11)
+    held = m.memory_used
+    assert held >= 8 * m.n_params
+    assert m.config["max_bytes"] == 0
+    m.set_max_bytes(held)
+    assert m.config["max_bytes"] == held
+    with pytest.raises(induct.InductError) as e:
+        m.set_max_bytes(held - 1)
+    assert e.value.name == "INDUCT_ELIMIT"
+    assert m.config["max_bytes"] == held
