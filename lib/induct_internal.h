@@ -142,6 +142,9 @@ static inline float *induct__ws(const induct_model *m, size_t off) { return m->w
 /* ---- datasets --------------------------------------------------------------- */
 #define INDUCT__DS_RRT 1
 #define INDUCT__DS_TOKENS 2
+#define INDUCT__DS_KV 3     /* datasets (issue 3): key-value retrieval generator */
+#define INDUCT__DS_STREAM 4 /* datasets (issue 3): text and token files (dataset_stream.c) */
+struct induct__stream;
 struct induct_dataset {
     int kind;
     uint32_t d_vocab;
@@ -149,7 +152,18 @@ struct induct_dataset {
     induct_rrt_config rrt;
     int32_t *tokens;
     size_t n_tokens;
+    /* datasets (issue 3) */
+    induct_kv_config kv;           /* INDUCT__DS_KV, normalised (token_hi resolved) */
+    struct induct__stream *stream; /* INDUCT__DS_STREAM */
 };
+/* datasets (issue 3): the batch of a KV dataset (dataset_kv.c); `info` is
+ * [B][INDUCT_KV_INFO_COLS] or NULL, `meta` [B] or NULL. */
+int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32_t T,
+                     int32_t *tokens, int32_t *meta, int32_t *info);
+/* datasets (issue 3): windows of a text / token-file dataset (dataset_stream.c). */
+int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
+                         uint32_t T, int32_t *tokens, int32_t *meta);
+void induct__stream_free(struct induct__stream *s);
 
 /* ---- optimizer -------------------------------------------------------------- */
 struct induct_optimizer {
