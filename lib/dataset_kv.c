@@ -22,6 +22,7 @@ INDUCT_API int induct_kv_config_init(induct_kv_config *cfg, size_t size) {
     cfg->pair_min = 0;
     cfg->pair_max = -1;
     cfg->unique_key = 0;
+    cfg->all_positions = 0;
     cfg->seed = 0;
     return INDUCT_OK;
 }
@@ -38,6 +39,7 @@ INDUCT_API int induct_dataset_new_kv(induct_dataset **out, const induct_kv_confi
                    "kv config: token range [%u, %u) is empty or outside [0, %u)", c.token_lo,
                    c.token_hi, c.d_vocab);
     INDUCT_FAIL_IF(c.unique_key > 1, INDUCT_EINVAL, "kv config: unique_key must be 0 or 1");
+    INDUCT_FAIL_IF(c.all_positions > 1, INDUCT_EINVAL, "kv config: all_positions must be 0 or 1");
     INDUCT_FAIL_IF(c.unique_key && c.token_hi - c.token_lo < 2, INDUCT_EINVAL,
                    "kv config: unique_key needs a token range of at least 2 ids");
     INDUCT_FAIL_IF(c.pair_max < -1, INDUCT_EINVAL, "kv config: pair_max must be -1 or >= 0");
@@ -104,6 +106,10 @@ int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32
         }
     }
     return INDUCT_OK;
+}
+
+uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T) {
+    return d->kind == INDUCT__DS_KV && !d->kv.all_positions && T >= 2 ? T - 1 : 0;
 }
 
 INDUCT_API int induct_dataset_kv_info(const induct_dataset *d, uint32_t split, uint64_t index,

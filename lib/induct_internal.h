@@ -122,6 +122,10 @@ struct induct_model {
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
+    /* datasets (issue 3): 0 = the loss is the mean over every position; p + 1 = only
+     * position p of each row is scored (set by induct_train_step for a dataset with
+     * one scored position, e.g. key-value retrieval; 0 otherwise). */
+    uint32_t loss_only;
 };
 
 int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, uint32_t B,
@@ -164,6 +168,9 @@ int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32
 int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
                          uint32_t T, int32_t *tokens, int32_t *meta);
 void induct__stream_free(struct induct__stream *s);
+/* datasets (issue 3): the model's loss_only for training on rows of length T of this
+ * dataset (0 = every position). */
+uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T);
 
 /* ---- optimizer -------------------------------------------------------------- */
 struct induct_optimizer {

@@ -378,6 +378,97 @@ START_TEST(test_kv_analysis_closed_form) {
 }
 END_TEST
 
+/* induct_train_step on a KV dataset minimises the answer position's loss only (unless
+ * all_positions): the reported loss is the mean of the forward's per-token losses there,
+ * and one SGD step with lr 1 moves the weights by minus the finite-difference gradient
+ * of that loss. */
+static double answer_loss(induct_model *m, const int32_t *tok, int B, int T, int all) {
+    float losses[4 * 7];
+    ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, losses, B * (T - 1), NULL));
+    double s = 0;
+    for (int b = 0; b < B; b++)
+        for (int p = 0; p < T - 1; p++)
+            if (all || p == T - 2) s += losses[b * (T - 1) + p];
+    return s / (all ? B * (T - 1) : B);
+}
+
+START_TEST(test_kv_training_objective) {
+    enum { B = 4, T = 8 };
+    for (int all = 0; all <= 1; all++) {
+        induct_model_config mc;
+        tu_tiny_config(&mc);
+        mc.layer_norm = 1;
+        induct_model *m;
+        ck_ok(induct_model_new(&m, &mc));
+        tu_randomize(m, 0.5, 21);
+        induct_kv_config kc;
+        ck_ok(induct_kv_config_init(&kc, sizeof kc));
+        kc.d_vocab = 11;
+        kc.all_positions = (uint32_t)all;
+        kc.seed = 9;
+        induct_dataset *d;
+        ck_ok(induct_dataset_new_kv(&d, &kc));
+        int32_t tok[B * T];
+        ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, B, T, tok, B * T, NULL, 0));
+        double l0 = answer_loss(m, tok, B, T, all);
+        /* finite differences of the objective for a few weights */
+        static const char *names[] = {"unembed.W_U", "blocks.0.attn.W_Q", "blocks.1.attn.W_K",
+                                      "embed.W_E"};
+        float fd[4][3], before[4][3];
+        for (int k = 0; k < 4; k++) {
+            size_t n;
+            float *p = malloc(4096 * sizeof *p);
+            ck_ok(induct_model_get_tensor(m, names[k], INDUCT_BUF_PARAM, p, 4096, &n));
+            for (int j = 0; j < 3; j++) {
+                size_t at = (size_t)(j * 7 + 3) % n;
+                float orig = p[at];
+                before[k][j] = orig;
+                p[at] = orig + 1e-2f;
+                ck_ok(induct_model_set_tensor(m, names[k], p, n));
+                double lp = answer_loss(m, tok, B, T, all);
+                p[at] = orig - 1e-2f;
+                ck_ok(induct_model_set_tensor(m, names[k], p, n));
+                double lm = answer_loss(m, tok, B, T, all);
+                p[at] = orig;
+                ck_ok(induct_model_set_tensor(m, names[k], p, n));
+                fd[k][j] = (float)((lp - lm) / 2e-2);
+            }
+            free(p);
+        }
+        induct_optimizer *o;
+        ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+        ck_ok(induct_optimizer_set(o, INDUCT_OPT_LR, 1.0));
+        ck_ok(induct_optimizer_set(o, INDUCT_OPT_WEIGHT_DECAY, 0.0));
+        double loss;
+        ck_ok(induct_train_step(o, d, B, T, &loss));
+        ck_assert_double_eq_tol(loss, l0, 1e-5);
+        for (int k = 0; k < 4; k++) {
+            size_t n;
+            float *p = malloc(4096 * sizeof *p);
+            ck_ok(induct_model_get_tensor(m, names[k], INDUCT_BUF_PARAM, p, 4096, &n));
+            for (int j = 0; j < 3; j++) {
+                size_t at = (size_t)(j * 7 + 3) % n;
+                double step = (double)before[k][j] - p[at];
+                ck_assert_msg(fabs(step - fd[k][j]) < 2e-3 + 2e-2 * fabs(fd[k][j]),
+                              "%s[%zu] (all=%d): update %.6f, -gradient by FD %.6f", names[k], at,
+                              all, step, fd[k][j]);
+            }
+            free(p);
+        }
+        /* forward after training reports every position again */
+        double mean;
+        float losses[B * (T - 1)];
+        ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, losses, B * (T - 1), &mean));
+        double s = 0;
+        for (int i = 0; i < B * (T - 1); i++) s += losses[i];
+        ck_assert_double_eq_tol(mean, s / (B * (T - 1)), 1e-6);
+        induct_optimizer_free(o);
+        induct_dataset_free(d);
+        induct_model_free(m);
+    }
+}
+END_TEST
+
 /* ---- text ------------------------------------------------------------------------ */
 
 static induct_text_config text_cfg(uint32_t bos, int32_t sep, uint32_t split, double f,
@@ -987,6 +1078,7 @@ int main(void) {
     tcase_add_test(kv, test_kv_ceiling_monte_carlo);
     tcase_add_test(kv, test_kv_analysis_matches_forward);
     tcase_add_test(kv, test_kv_analysis_closed_form);
+    tcase_add_test(kv, test_kv_training_objective);
     suite_add_tcase(s, kv);
     TCase *tx = tcase_create("text");
     tcase_add_test(tx, test_text_files);

@@ -575,8 +575,11 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
  *   if that is ≥ k.
  *
  * The answer is scored at position `C − 1 = seq_len − 2` (the query), whose
- * next-token prediction is the answer token. The seed's experiment has a context
- * of 24 tokens (`seq_len` 25) and 64 token ids.
+ * next-token prediction is the answer token. induct_train_step() on a KV dataset
+ * minimises the loss at that position only (the mean over the batch of
+ * `−ln P(answer | context)`, also what it reports), unless `all_positions` is 1; every
+ * other call (induct_model_forward(), induct_train_step_tokens()) is unaffected. The
+ * seed's experiment has a context of 24 tokens (`seq_len` 25) and 64 token ids.
  * @since 0.1
  */
 typedef struct induct_kv_config {
@@ -588,6 +591,10 @@ typedef struct induct_kv_config {
     int32_t pair_max;   /**< Largest key position p; −1 = `seq_len − 4` (the value right before
                              the query), the largest that fits. Default −1. */
     uint32_t unique_key;/**< 1: value and filler never equal the key. Default 0. */
+    uint32_t all_positions; /**< Training objective of induct_train_step() on this dataset:
+                             0 = the loss at the answer position only (the seed's objective;
+                             the answer is the only predictable token of a row); 1 = the mean
+                             loss over every position, as for any token stream. Default 0. */
     uint64_t seed;      /**< Seed of the stream. Default 0. */
 } induct_kv_config;
 
@@ -667,7 +674,8 @@ INDUCT_API int induct_dataset_kv_info(const induct_dataset *dataset, uint32_t sp
  * @param seq_len Row length including the answer token (25 for the seed).
  * @param[out] ceiling_out Probability in (0, 1].
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset); ::INDUCT_ERANGE
- *         (pair range does not fit `seq_len`); ::INDUCT_ENOMEM.
+ *         (pair range does not fit `seq_len`); ::INDUCT_ELIMIT (a task so large that c
+ *         exceeds 4096 or the work ~4·10^10 operations); ::INDUCT_ENOMEM.
  * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_dataset_kv_ceiling(const induct_dataset *dataset, uint32_t seq_len,
