@@ -295,7 +295,7 @@ INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *pa
     if (S_ISDIR(sb.st_mode)) {
         pathlist l = {0};
         rc = walk(path, "", suffix, &l, 0);
-        if (rc == INDUCT_OK) qsort(l.p, l.n, sizeof *l.p, cmp_path);
+        if (rc == INDUCT_OK && l.n > 1) qsort(l.p, l.n, sizeof *l.p, cmp_path);
         for (size_t i = 0; i < l.n && rc == INDUCT_OK; i++) {
             char *full = join(path, l.p[i]);
             unsigned char *data = NULL;

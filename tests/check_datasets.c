@@ -288,6 +288,7 @@ START_TEST(test_kv_ceiling_monte_carlo) {
         else
             ck_assert_msg(fabs(est - ceiling) < 4 * se + 1e-9,
                           "ceiling %.5f vs Monte Carlo %.5f +- %.5f (n=%ld)", ceiling, est, se, n);
+        induct_dataset_free(d);
     }
 }
 END_TEST
