@@ -27,7 +27,8 @@
  * --quick runs 2500 steps instead of 6000.
  *
  * Usage: kv-retrieval [--steps N | --quick] [--eval N] [--threads N] [--seed N]
- *                     [--all-positions] [--json]
+ *                     [--all-positions] [--lr X] [--only L] [--json]
+ * (--only L trains just the L-layer model and prints its accuracy curve.)
  */
 #include <induct/induct.h>
 
@@ -203,7 +204,7 @@ int main(int argc, char **argv) {
         else {
             fprintf(stderr,
                     "usage: %s [--steps N | --quick] [--eval N] [--threads N] [--seed N] "
-                    "[--all-positions] [--json]\n",
+                    "[--all-positions] [--lr X] [--only L] [--json]\n",
                     argv[0]);
             return 2;
         }
@@ -238,8 +239,12 @@ int main(int argc, char **argv) {
         for (unsigned i = 0; i < r.n_curve; i++)
             if (r.curve_step[i] % 100 == 0 || i + 1 == r.n_curve)
                 printf("step %5u  accuracy %5.1f%%\n", r.curve_step[i], 100 * r.curve_acc[i]);
-        printf("%u layer%s: final accuracy %.2f%% (ceiling %.2f%%), %.1f s\n", only,
-               only > 1 ? "s" : "", 100 * r.final_acc, 100 * ceiling, r.seconds);
+        size_t nh = (size_t)only * HEADS, bi = r.best_l * HEADS + r.best_h;
+        printf("%u layer%s: final accuracy %.2f%% (ceiling %.2f%%); first step >= 10%%: %ld, "
+               ">= 80%%: %ld; head L%uH%u attention on the value %.3f -> %.3f; %.1f s\n",
+               only, only > 1 ? "s" : "", 100 * r.final_acc, 100 * ceiling,
+               first_reach(&r, 0.10), first_reach(&r, 0.80), r.best_l, r.best_h,
+               r.curve_att[bi], r.curve_att[(r.n_curve - 1) * nh + bi], r.seconds);
         return 0;
     }
     run_result res[MAX_LAYERS];
