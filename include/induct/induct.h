@@ -747,6 +747,8 @@ INDUCT_API int induct_analysis_kv_attention(induct_model *model, const induct_da
  * N = `n_eval_windows`, E = min(N, S) windows start at ⌊i·S/E⌋ (i = 0 … E−1),
  * evenly spread; with N = 0 they are all E = ⌊(n_val − 1)/T⌋ disjoint windows,
  * starting at i·T. Row r of eval batch `index` is window `(index · batch + r) mod E`.
+ * induct_dataset_batch()'s `meta_out[b]` is the row's start within its split's stream
+ * (clamped to INT32_MAX); too short a split gives ::INDUCT_ERANGE.
  * @since 0.1
  */
 typedef struct induct_text_config {
