@@ -94,6 +94,11 @@ static int rrt_bounds(const induct_rrt_config *c, uint32_t T, uint32_t *lo, uint
                    "rrt: seq_len %u holds blocks of at most %u tokens x %u repeats; the config "
                    "asks for %u..%u",
                    T, fit, c->n_repeats, c->min_block, mx);
+    /* max_block = 0 is only bounded by T here, which creation could not check */
+    INDUCT_FAIL_IF(c->distinct_block && mx > c->token_hi - c->token_lo, INDUCT_ERANGE,
+                   "rrt: seq_len %u allows blocks of up to %u tokens, but a distinct block "
+                   "cannot be longer than the %u ids of [%u, %u); set max_block",
+                   T, mx, c->token_hi - c->token_lo, c->token_lo, c->token_hi);
     *lo = c->min_block;
     *hi = mx;
     return INDUCT_OK;

@@ -144,6 +144,10 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
+    /* layout() rewrites every activation offset: from here on the offsets describe
+     * (B, T), not the cached shape, so a failure must forget the cached shape too
+     * (else the next call with the old shape would use the new offsets). */
+    m->ws_B = m->ws_T = 0;
     size_t need = layout(m, B, T);
     INDUCT_FAIL_IF(need == 0, INDUCT_ELIMIT,
                    "workspace for batch %u x seq_len %u overflows size_t", B, T);
@@ -153,7 +157,6 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (need > m->ws_cap) {
         float *w = malloc(need * sizeof(float));
         if (!w) {
-            m->ws_B = m->ws_T = 0;
             return induct__fail(INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
         }
         free(m->ws);
@@ -167,6 +170,8 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
 
 int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                     double *mean_loss) {
+    if (m->abl.active && m->abl.phase == INDUCT__ABL_PHASE_IDLE) /* analysis (issue 4) */
+        return induct__ablation_forward(m, tokens, B, T, mean_loss);
     INDUCT_TRY(induct__model_workspace(m, B, T));
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
@@ -195,6 +200,7 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         if (c->smeared_keys)
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
         induct__attention_forward(W(a->z), W(a->att), W(a->q), W(a->k), W(a->v), B, T, H, dh, nt);
+        if (m->abl.active) induct__ablation_hook(m, l, B, T); /* analysis (issue 4) */
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
         const float *rp = W(a->resid_pre), *bO = P(o->b_O);
         for (size_t n = 0; n < N; n++)
@@ -231,6 +237,9 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
 }
 
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
+    INDUCT_FAIL_IF(m->abl.active, INDUCT_ESTATE, /* analysis (issue 4) */
+                   "backward: %u head(s) are ablated; clear the ablations first",
+                   m->abl.active);
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;

@@ -100,6 +100,24 @@ typedef struct induct__layer_act {
 #define INDUCT__ABL_ZERO 1
 #define INDUCT__ABL_MEAN 2
 
+/* analysis (issue 4): head-ablation state. With `active == 0` the forward pass is
+ * untouched (bit-identical to a never-ablated model). */
+#define INDUCT__ABL_PHASE_IDLE 0   /* no ablated forward in progress */
+#define INDUCT__ABL_PHASE_RECORD 1 /* clean pass of a pattern-preserving forward */
+#define INDUCT__ABL_PHASE_APPLY 2  /* ablated pass */
+typedef struct induct__ablation {
+    uint8_t *mode;        /* [n_layers * n_heads] INDUCT__ABL_*, NULL until first use */
+    uint32_t active;      /* number of ablated heads */
+    uint32_t first_layer; /* earliest layer with an ablated head (valid when active) */
+    uint32_t preserve;    /* pattern-preserving: freeze patterns of layers > first_layer */
+    uint32_t phase;       /* INDUCT__ABL_PHASE_* */
+    float *mean;          /* [n_layers][n_heads][mean_T][d_head] */
+    uint32_t mean_T;      /* positions in `mean` (1 when pooled) */
+    uint32_t mean_per_pos;
+    float *frozen;        /* clean patterns [n_layers - first_layer - 1][B][H][T][T] */
+    size_t frozen_cap;    /* floats */
+} induct__ablation;
+
 struct induct_model {
     induct_model_config cfg; /* normalised: d_head resolved, n_threads >= 1 */
     atomic_int refcount;
@@ -122,6 +140,7 @@ struct induct_model {
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
+    induct__ablation abl; /* analysis (issue 4): head ablations in force */
     /* datasets (issue 3): 0 = the loss is the mean over every position; p + 1 = only
      * position p of each row is scored (set by induct_train_step for a dataset with
      * one scored position, e.g. key-value retrieval; 0 otherwise). */
@@ -140,6 +159,13 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
 /* Backward after induct__forward with the same tokens: grads overwritten. */
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
+/* analysis (issue 4), lib/analysis_ablation.c: the ablated forward (called by
+ * induct__forward when heads are ablated), the per-layer hook called right after a
+ * layer's attention has computed z, and the release of the state. */
+int induct__ablation_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                             double *mean_loss);
+void induct__ablation_hook(induct_model *m, uint32_t layer, uint32_t B, uint32_t T);
+void induct__ablation_free(induct_model *m);
 void induct__model_ref(induct_model *m);
 static inline float *induct__ws(const induct_model *m, size_t off) { return m->ws + off; }
 

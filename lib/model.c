@@ -47,6 +47,7 @@ static void build_table(induct_model *m, table_builder *tb) {
     if (c->positional != INDUCT_POS_NONE)
         m->W_pos = add_tensor(tb, "pos_embed.W_pos", 2, c->n_ctx, D, 0);
     for (uint32_t l = 0; l < c->n_layers; l++) {
+        size_t total0 = tb->total, n0 = tb->n;
         induct__layer_off lo;
         for (size_t i = 0; i < sizeof lo / sizeof(size_t); i++) ((size_t *)&lo)[i] = INDUCT_NONE;
 #define T_(field, suffix, nd, a, b, cc)                                                    \
@@ -77,6 +78,17 @@ static void build_table(induct_model *m, table_builder *tb) {
         }
 #undef T_
         if (m->L) m->L[l] = lo;
+        if (!tb->t && c->n_layers > 1) {
+            /* counting pass: every layer has layer 0's shapes, so count the other
+             * n_layers - 1 at once (n_layers may be near 2^32) */
+            size_t rest, rest_n;
+            if (!induct__mul(tb->total - total0, c->n_layers - 1, &rest) ||
+                !induct__add(tb->total, rest, &tb->total) ||
+                !induct__mul(tb->n - n0, c->n_layers - 1, &rest_n) ||
+                !induct__add(tb->n, rest_n, &tb->n))
+                tb->overflow = 1;
+            break;
+        }
     }
     m->lnf_w = m->lnf_b = INDUCT_NONE;
     if (c->layer_norm) {
@@ -177,6 +189,7 @@ static void model_destroy(induct_model *m) {
     free(m->A);
     free(m->ws);
     free(m->tok_ws);
+    induct__ablation_free(m); /* analysis (issue 4) */
     free(m);
 }
 
@@ -193,12 +206,8 @@ static int model_alloc(induct_model **out, const induct_model_config *c) {
     m->cfg = *c;
     atomic_init(&m->refcount, 1);
     atomic_init(&m->interrupt, 0);
-    m->L = calloc(c->n_layers, sizeof *m->L);
-    m->A = calloc(c->n_layers, sizeof *m->A);
-    if (!m->L || !m->A) {
-        model_destroy(m);
-        return induct__fail(INDUCT_ENOMEM, "out of memory allocating layer tables");
-    }
+    /* count first (m->L is NULL, so nothing is stored): the limit is checked before
+     * anything proportional to the config is allocated */
     table_builder tb = {0};
     build_table(m, &tb);
     if (tb.overflow || tb.total > INDUCT_MAX_PARAMS) {
@@ -206,6 +215,12 @@ static int model_alloc(induct_model **out, const induct_model_config *c) {
         return induct__fail(INDUCT_ELIMIT,
                             "model config asks for %s parameters (limit 2^31)",
                             tb.overflow ? "more than SIZE_MAX" : "too many");
+    }
+    m->L = calloc(c->n_layers, sizeof *m->L);
+    m->A = calloc(c->n_layers, sizeof *m->A);
+    if (!m->L || !m->A) {
+        model_destroy(m);
+        return induct__fail(INDUCT_ENOMEM, "out of memory allocating layer tables");
     }
     tb.t = calloc(tb.n, sizeof *tb.t);
     m->params = calloc(tb.total ? tb.total : 1, sizeof(float));

@@ -1,0 +1,25 @@
+"""libinduct: train small transformers and measure induction heads, from Python.
+
+Pure-Python ctypes bindings over libinduct.so.<ABI>. Set INDUCT_LIBRARY to a library
+path to override where it is loaded from. NumPy is optional: without it arrays come
+back as array.array plus a shape (see induct._arrays.Shaped).
+"""
+from ._capi import lib as _lib
+from ._errors import (ABIMismatch, BufferTooSmall, FormatError, InductError, Interrupted,
+                      InvalidArgument, IOFailure, LimitExceeded, NotSupported, NumericError,
+                      OutOfMemory, OutOfRange, StateError)
+from .core import Dataset, Model, Optimizer, read_metrics
+
+__version__ = _lib.induct_version_string().decode()
+library_path = _lib._induct_path
+
+
+def status_name(status):
+    """Symbolic name of a C status code."""
+    return _lib.induct_status_name(status).decode()
+
+
+__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "InductError", "InvalidArgument", "OutOfRange",
+           "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch", "StateError",
+           "Interrupted", "NotSupported", "NumericError", "OutOfMemory", "LimitExceeded",
+           "status_name", "__version__", "library_path"]

@@ -1,0 +1,178 @@
+"""The only module that touches ctypes: struct mirrors and one declarative table of
+every C function the bindings use. A missing symbol is one clear error at import."""
+import ctypes
+from ctypes import (POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_size_t, c_uint,
+                    c_uint32, c_uint64, c_void_p)
+
+from . import _errors
+from ._loader import load
+
+lib = load()
+
+c_int32_p = POINTER(c_int32)
+c_float_p = POINTER(c_float)
+c_size_t_p = POINTER(c_size_t)
+c_double_p = POINTER(c_double)
+
+
+class _Sized(ctypes.Structure):
+    """A size-prefixed config struct: `size` is filled in, defaults come from C."""
+
+    _init_fn = None
+
+    @classmethod
+    def defaults(cls):
+        s = cls()
+        check(getattr(lib, cls._init_fn)(ctypes.byref(s), ctypes.sizeof(cls)), cls._init_fn)
+        return s
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name, _ in self._fields_ if name != "size"}
+
+
+class ModelConfig(_Sized):
+    _init_fn = "induct_model_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("n_layers", c_uint32), ("d_model", c_uint32),
+        ("n_heads", c_uint32), ("d_head", c_uint32), ("d_mlp", c_uint32), ("n_ctx", c_uint32),
+        ("d_vocab", c_uint32), ("positional", c_uint32), ("layer_norm", c_uint32),
+        ("smeared_keys", c_uint32), ("n_threads", c_uint32), ("init", c_uint32),
+        ("smear_alpha_init", c_double), ("init_std", c_double), ("seed", c_uint64),
+    ]
+
+
+class RRTConfig(_Sized):
+    _init_fn = "induct_rrt_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("d_vocab", c_uint32), ("n_repeats", c_uint32),
+        ("min_block", c_uint32), ("max_block", c_uint32), ("token_lo", c_uint32),
+        ("token_hi", c_uint32), ("bos", c_int32), ("distinct_block", c_uint32),
+        ("seed", c_uint64),
+    ]
+
+
+class TrainConfig(_Sized):
+    _init_fn = "induct_train_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("steps", c_uint64), ("batch", c_uint32), ("seq_len", c_uint32),
+        ("eval_every", c_uint64), ("eval_log2", c_uint32), ("eval_batch", c_uint32),
+        ("metrics", c_uint32), ("metrics_append", c_uint32), ("metrics_path", c_char_p),
+        ("snapshot_every", c_uint64), ("snapshot_log2", c_uint32),
+        ("snapshot_optimizer", c_uint32), ("snapshot_path", c_char_p),
+        ("target_loss", c_double),
+    ]
+
+
+class Progress(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("events", c_uint32), ("reserved0", c_uint32), ("step", c_uint64),
+        ("steps", c_uint64), ("loss", c_double), ("lr", c_double),
+        ("tokens_per_second", c_double), ("elapsed_seconds", c_double),
+        ("eta_seconds", c_double), ("eval_loss", c_double), ("snapshot_path", c_char_p),
+    ]
+
+
+PROGRESS_FN = ctypes.CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
+
+#: Every struct mirrored here, for the layout test against the C headers.
+STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
+           "induct_train_config": TrainConfig, "induct_progress": Progress}
+
+P = c_void_p  # opaque handles travel as void*
+PP = POINTER(c_void_p)
+
+# (name, argtypes, restype). restype c_int means "returns an induct status".
+FUNCTIONS = [
+    ("induct_version_number", [], c_uint),
+    ("induct_version_string", [], c_char_p),
+    ("induct_abi_version", [], c_uint),
+    ("induct_build_features", [], c_uint),
+    ("induct_status_name", [c_int], c_char_p),
+    ("induct_status_str", [c_int], c_char_p),
+    ("induct_last_error_message", [], c_char_p),
+    ("induct_last_error_code", [], c_int),
+    ("induct_error_clear", [], None),
+    ("induct_model_config_init", [POINTER(ModelConfig), c_size_t], c_int),
+    ("induct_model_new", [PP, POINTER(ModelConfig)], c_int),
+    ("induct_model_free", [P], None),
+    ("induct_model_clone", [PP, P], c_int),
+    ("induct_model_get_config", [P, POINTER(ModelConfig)], c_int),
+    ("induct_model_set_threads", [P, c_uint32], c_int),
+    ("induct_model_n_params", [P], c_size_t),
+    ("induct_model_n_tensors", [P], c_size_t),
+    ("induct_model_tensor_info", [P, c_size_t, POINTER(c_char_p), POINTER(c_uint32),
+                                  POINTER(c_uint32), c_size_t_p], c_int),
+    ("induct_model_get_tensor", [P, c_char_p, c_uint32, c_float_p, c_size_t, c_size_t_p], c_int),
+    ("induct_model_set_tensor", [P, c_char_p, c_float_p, c_size_t], c_int),
+    ("induct_model_forward", [P, c_int32_p, c_uint32, c_uint32, c_float_p, c_size_t, c_float_p,
+                              c_size_t, c_double_p], c_int),
+    ("induct_model_backward", [P, c_int32_p, c_uint32, c_uint32, c_double_p], c_int),
+    ("induct_model_attention", [P, c_int32_p, c_uint32, c_float_p, c_size_t, c_size_t_p], c_int),
+    ("induct_model_interrupt", [P], None),
+    ("induct_rrt_config_init", [POINTER(RRTConfig), c_size_t], c_int),
+    ("induct_dataset_new_rrt", [PP, POINTER(RRTConfig)], c_int),
+    ("induct_dataset_new_tokens", [PP, c_int32_p, c_size_t, c_uint32, c_uint64], c_int),
+    ("induct_dataset_free", [P], None),
+    ("induct_dataset_d_vocab", [P], c_uint32),
+    ("induct_dataset_batch", [P, c_uint32, c_uint64, c_uint32, c_uint32, c_int32_p, c_size_t,
+                              c_int32_p, c_size_t], c_int),
+    ("induct_optimizer_new", [PP, P, c_uint32], c_int),
+    ("induct_optimizer_free", [P], None),
+    ("induct_optimizer_set", [P, c_int, c_double], c_int),
+    ("induct_optimizer_get", [P, c_int, c_double_p], c_int),
+    ("induct_opt_param_bounds", [c_int, c_double_p, c_double_p], c_int),
+    ("induct_optimizer_current_lr", [P, c_double_p], c_int),
+    ("induct_optimizer_step", [P, c_double_p], c_int),
+    ("induct_train_step", [P, P, c_uint32, c_uint32, c_double_p], c_int),
+    ("induct_train_step_tokens", [P, c_int32_p, c_uint32, c_uint32, c_double_p], c_int),
+    ("induct_analysis_induction_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
+                                         c_size_t_p], c_int),
+    ("induct_model_save", [P, c_char_p], c_int),
+    ("induct_model_load", [PP, c_char_p], c_int),
+    ("induct_optimizer_save", [P, c_char_p], c_int),
+    ("induct_optimizer_load", [PP, P, c_char_p], c_int),
+    ("induct_train_config_init", [POINTER(TrainConfig), c_size_t], c_int),
+    ("induct_train", [P, P, POINTER(TrainConfig), PROGRESS_FN, c_void_p], c_int),
+    ("induct_analysis_previous_token_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
+                                              c_size_t_p], c_int),
+]
+
+
+def _register():
+    missing = []
+    for name, argtypes, restype in FUNCTIONS:
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        fn.argtypes = argtypes
+        fn.restype = restype
+    if missing:
+        raise ImportError(f"{lib._induct_path} is too old for these bindings: missing "
+                          + ", ".join(missing))
+
+
+_register()
+
+
+def check(status, function):
+    """Turn a negative status into the matching exception (message read on this thread)."""
+    if status >= 0:
+        return status
+    msg = (lib.induct_last_error_message() or b"").decode("utf-8", "replace")
+    name = (lib.induct_status_name(status) or b"").decode()
+    raise _errors.from_status(status, msg, name, function)
+
+
+def call(name, *args):
+    """Call a status-returning C function and raise on failure."""
+    try:
+        status = getattr(lib, name)(*args)
+    except ctypes.ArgumentError as e:
+        # a closed handle refuses to become a pointer: report it as the ValueError it is
+        msg = str(e)
+        if "ValueError: " in msg:
+            raise ValueError(msg.split("ValueError: ", 1)[1]) from None
+        raise
+    return check(status, name)

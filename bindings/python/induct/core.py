@@ -1,0 +1,387 @@
+"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset."""
+import ctypes
+
+from . import _arrays
+import json
+import os
+
+from ._capi import PROGRESS_FN, ModelConfig, RRTConfig, TrainConfig, call, lib
+
+POS = {"standard": 0, "shortformer": 1, "none": 2}
+INIT = {"gpt2": 0, "torch": 1}
+SPLIT = {"train": 0, "eval": 1}
+OPTIM = {"adamw": 0, "sgd": 1}
+METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
+          "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
+          "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
+EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
+OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
+             "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
+             "momentum": 11, "step": 12}
+
+
+class _Handle:
+    """Owns one C handle; close() is idempotent; context manager; __del__ fallback."""
+
+    _free = None
+
+    def __init__(self, ptr, parents=()):
+        self._ptr = ptr
+        self._parents = tuple(parents)  # keep parents alive while we live
+
+    @property
+    def _as_parameter_(self):
+        if not self._ptr:
+            raise ValueError(f"{type(self).__name__} is closed")
+        return self._ptr
+
+    @property
+    def closed(self):
+        return not self._ptr
+
+    def close(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            getattr(lib, self._free)(ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _fill(struct, kwargs, enums=None):
+    enums = enums or {}
+    names = {n for n, _ in struct._fields_} - {"size"}
+    for k, v in kwargs.items():
+        if k not in names:
+            raise TypeError(f"unknown {type(struct).__name__} field '{k}'")
+        if k in enums and isinstance(v, str):
+            if v not in enums[k]:
+                raise ValueError(f"{k} must be one of {sorted(enums[k])}")
+            v = enums[k][v]
+        setattr(struct, k, int(v) if not isinstance(v, float) else v)
+    return struct
+
+
+class Model(_Handle):
+    """A decoder-only transformer. Keyword arguments are induct_model_config fields
+    (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
+    'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
+    smear_alpha_init, init_std, seed)."""
+
+    _free = "induct_model_free"
+
+    def __init__(self, **config):
+        cfg = _fill(ModelConfig.defaults(), config, {"positional": POS, "init": INIT})
+        if "layer_norm" in config or "smeared_keys" in config:
+            cfg.layer_norm, cfg.smeared_keys = int(cfg.layer_norm), int(cfg.smeared_keys)
+        out = ctypes.c_void_p()
+        call("induct_model_new", ctypes.byref(out), ctypes.byref(cfg))
+        super().__init__(out.value)
+
+    @classmethod
+    def _wrap(cls, ptr):
+        self = cls.__new__(cls)
+        _Handle.__init__(self, ptr)
+        return self
+
+    @property
+    def config(self):
+        cfg = ModelConfig()
+        cfg.size = ctypes.sizeof(cfg)
+        call("induct_model_get_config", self, ctypes.byref(cfg))
+        return cfg.as_dict()
+
+    def clone(self):
+        out = ctypes.c_void_p()
+        call("induct_model_clone", ctypes.byref(out), self)
+        return Model._wrap(out.value)
+
+    def save(self, path):
+        """Write the weights as a safetensors file with TransformerLens names (atomic)."""
+        call("induct_model_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, path):
+        """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
+        out = ctypes.c_void_p()
+        call("induct_model_load", ctypes.byref(out), os.fsencode(path))
+        return cls._wrap(out.value)
+
+    def set_threads(self, n):
+        call("induct_model_set_threads", self, n)
+
+    @property
+    def n_params(self):
+        return lib.induct_model_n_params(self)
+
+    def tensor_names(self):
+        """Parameter names in storage order (TransformerLens names)."""
+        return [self.tensor_info(i)[0] for i in range(lib.induct_model_n_tensors(self))]
+
+    def tensor_info(self, index):
+        name = ctypes.c_char_p()
+        shape = (ctypes.c_uint32 * 4)()
+        ndim = ctypes.c_uint32()
+        numel = ctypes.c_size_t()
+        call("induct_model_tensor_info", self, index, ctypes.byref(name), shape,
+             ctypes.byref(ndim), ctypes.byref(numel))
+        return name.value.decode(), tuple(shape[: ndim.value])
+
+    def _shape_of(self, name):
+        for i in range(lib.induct_model_n_tensors(self)):
+            n, shape = self.tensor_info(i)
+            if n == name:
+                return shape
+        return None
+
+    def get(self, name, grad=False):
+        """A copy of tensor `name` (weights, or gradients of the last backward)."""
+        shape = self._shape_of(name)
+        n = 1
+        for d in shape or (0,):
+            n *= d
+        buf, ptr = _arrays.float_buffer(max(n, 1))
+        out_len = ctypes.c_size_t()
+        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, ptr, n,
+             ctypes.byref(out_len))
+        return _arrays.shaped(buf, shape)
+
+    def set(self, name, values):
+        keep, ptr, n = _arrays.floats_in(values)
+        call("induct_model_set_tensor", self, name.encode(), ptr, n)
+
+    def weights(self, torch=False):
+        """Every weight as a dict of TL-named arrays (PyTorch tensors with torch=True)."""
+        out = {name: self.get(name) for name in self.tensor_names()}
+        if torch:
+            import torch as _torch
+            out = {k: _torch.from_numpy(v.copy()) for k, v in out.items()}
+        return out
+
+    def forward(self, tokens, logits=True):
+        """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean)."""
+        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        V = self.config["d_vocab"]
+        lg, lg_ptr = _arrays.float_buffer(B * T * V) if logits else (None, None)
+        ls, ls_ptr = _arrays.float_buffer(B * (T - 1) if T > 1 else 1)
+        mean = ctypes.c_double()
+        call("induct_model_forward", self, ptr, B, T, lg_ptr, B * T * V if logits else 0,
+             ls_ptr, B * (T - 1) if T > 1 else 0, ctypes.byref(mean))
+        return (_arrays.shaped(lg, (B, T, V)) if logits else None,
+                _arrays.shaped(ls, (B, T - 1)), mean.value)
+
+    def backward(self, tokens):
+        """Forward + backward on tokens; gradients are read with get(name, grad=True)."""
+        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        mean = ctypes.c_double()
+        call("induct_model_backward", self, ptr, B, T, ctypes.byref(mean))
+        return mean.value
+
+    def attention(self, tokens):
+        """Attention patterns [n_layers, n_heads, T, T] of one sequence."""
+        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        if B != 1:
+            raise ValueError("attention() takes one sequence")
+        c = self.config
+        n = c["n_layers"] * c["n_heads"] * T * T
+        buf, bptr = _arrays.float_buffer(n)
+        out_len = ctypes.c_size_t()
+        call("induct_model_attention", self, ptr, T, bptr, n, ctypes.byref(out_len))
+        return _arrays.shaped(buf, (c["n_layers"], c["n_heads"], T, T))
+
+    def interrupt(self):
+        """Stop a long call on this model from any thread."""
+        lib.induct_model_interrupt(self)
+
+    def _head_scores(self, fn, dataset, n_seq, seq_len):
+        c = self.config
+        n = c["n_layers"] * c["n_heads"]
+        buf, ptr = _arrays.float_buffer(n)
+        out_len = ctypes.c_size_t()
+        call(fn, self, dataset, n_seq, seq_len, ptr, n, ctypes.byref(out_len))
+        return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
+
+    def induction_score(self, dataset, n_seq=256, seq_len=64):
+        """Seed 003's induction score per head, [n_layers, n_heads]."""
+        return self._head_scores("induct_analysis_induction_score", dataset, n_seq, seq_len)
+
+    def previous_token_score(self, dataset, n_seq=256, seq_len=64):
+        """Previous-token score per head, [n_layers, n_heads] (ICL paper, Appendix)."""
+        return self._head_scores("induct_analysis_previous_token_score", dataset, n_seq,
+                                 seq_len)
+
+
+class Dataset(_Handle):
+    """An immutable source of token batches; use Dataset.rrt(...) or Dataset.tokens(...)."""
+
+    _free = "induct_dataset_free"
+
+    @classmethod
+    def rrt(cls, **config):
+        """Repeated random tokens; keywords are induct_rrt_config fields."""
+        cfg = _fill(RRTConfig.defaults(), config)
+        out = ctypes.c_void_p()
+        call("induct_dataset_new_rrt", ctypes.byref(out), ctypes.byref(cfg))
+        return cls(out.value)
+
+    @classmethod
+    def tokens(cls, tokens, d_vocab, seed=0):
+        """Random windows over a token array (copied)."""
+        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        out = ctypes.c_void_p()
+        call("induct_dataset_new_tokens", ctypes.byref(out), ptr, B * T, d_vocab, seed)
+        return cls(out.value)
+
+    @property
+    def d_vocab(self):
+        return lib.induct_dataset_d_vocab(self)
+
+    def batch(self, index, batch, seq_len, split="train"):
+        """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
+        tok, tptr = _arrays.int32_buffer(batch * seq_len)
+        meta, mptr = _arrays.int32_buffer(batch)
+        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tptr,
+             batch * seq_len, mptr, batch)
+        return _arrays.shaped(tok, (batch, seq_len)), meta
+
+
+class Optimizer(_Handle):
+    """AdamW ('adamw') or SGD ('sgd') over a model's parameters. Keyword arguments set
+    runtime parameters: lr, beta1, beta2, eps, weight_decay, grad_clip, warmup_steps,
+    schedule (0 constant, 1 cosine), total_steps, min_lr_ratio, momentum, step."""
+
+    _free = "induct_optimizer_free"
+
+    def __init__(self, model, kind="adamw", **params):
+        out = ctypes.c_void_p()
+        call("induct_optimizer_new", ctypes.byref(out), model, OPTIM[kind])
+        super().__init__(out.value, parents=(model,))
+        self.model = model
+        for k, v in params.items():
+            self[k] = v
+
+    def __setitem__(self, name, value):
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        call("induct_optimizer_set", self, OPT_PARAM[name], float(value))
+
+    def __getitem__(self, name):
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        v = ctypes.c_double()
+        call("induct_optimizer_get", self, OPT_PARAM[name], ctypes.byref(v))
+        return v.value
+
+    def save(self, path):
+        """Weights plus optimizer state (moments, step, settings) in one safetensors file."""
+        call("induct_optimizer_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, model, path):
+        """Restore the optimizer state (and the weights) of a save() into `model`."""
+        out = ctypes.c_void_p()
+        call("induct_optimizer_load", ctypes.byref(out), model, os.fsencode(path))
+        self = cls.__new__(cls)
+        _Handle.__init__(self, out.value, parents=(model,))
+        self.model = model
+        return self
+
+    def train(self, dataset, steps, batch=32, seq_len=0, eval_every=0, eval_log2=False,
+              eval_batch=64, metrics=("loss",), metrics_path=None, metrics_append=False,
+              snapshot_every=0, snapshot_log2=False, snapshot_optimizer=True,
+              snapshot_path=None, target_loss=0.0, progress=None):
+        """Train until the step counter reaches `steps` (induct_train).
+
+        `metrics` names INDUCT_TRAIN_METRIC_* bits ("loss", "icl_score", ...). `progress`,
+        if given, is called on this thread as progress(info: dict) after every step,
+        evaluation and snapshot; returning True stops the run (InductError Interrupted is
+        raised). An exception raised inside it also stops the run and is re-raised here.
+        Returns the path of the metrics log (or None)."""
+        cfg = TrainConfig.defaults()
+        cfg.steps, cfg.batch, cfg.seq_len = steps, batch, seq_len
+        cfg.eval_every, cfg.eval_log2, cfg.eval_batch = eval_every, int(eval_log2), eval_batch
+        bits = 0
+        for name in metrics:
+            if name not in METRIC:
+                raise ValueError(f"unknown metric '{name}'; known: {sorted(METRIC)}")
+            bits |= METRIC[name]
+        cfg.metrics = bits
+        cfg.metrics_append = int(metrics_append)
+        keep = []
+        if metrics_path is not None:
+            keep.append(os.fsencode(metrics_path))
+            cfg.metrics_path = keep[-1]
+        cfg.snapshot_every, cfg.snapshot_log2 = snapshot_every, int(snapshot_log2)
+        cfg.snapshot_optimizer = int(snapshot_optimizer)
+        if snapshot_path is not None:
+            keep.append(os.fsencode(snapshot_path))
+            cfg.snapshot_path = keep[-1]
+        cfg.target_loss = target_loss
+        raised = []
+
+        def trampoline(p, _user):
+            if progress is None:
+                return 0
+            try:
+                q = p.contents
+                info = {"events": [k for k, v in EVENT.items() if q.events & v],
+                        "step": q.step, "steps": q.steps, "loss": q.loss, "lr": q.lr,
+                        "tokens_per_second": q.tokens_per_second,
+                        "elapsed_seconds": q.elapsed_seconds, "eta_seconds": q.eta_seconds,
+                        "eval_loss": q.eval_loss,
+                        "snapshot_path": q.snapshot_path.decode() if q.snapshot_path else None}
+                return 1 if progress(info) else 0
+            except BaseException as e:  # stop the C loop; re-raised after it returns
+                raised.append(e)
+                return 1
+
+        cb = PROGRESS_FN(trampoline)  # kept alive for the whole call
+        try:
+            call("induct_train", self, dataset, ctypes.byref(cfg), cb, None)
+        except Exception:
+            if raised:
+                raise raised[0] from None
+            raise
+        if raised:
+            raise raised[0]
+        return metrics_path
+
+    @property
+    def current_lr(self):
+        v = ctypes.c_double()
+        call("induct_optimizer_current_lr", self, ctypes.byref(v))
+        return v.value
+
+    def step(self):
+        """Apply the model's current gradients; returns the gradient norm before clipping."""
+        v = ctypes.c_double()
+        call("induct_optimizer_step", self, ctypes.byref(v))
+        return v.value
+
+    def train_step(self, data, batch=None, seq_len=None):
+        """One training step on a Dataset (batch, seq_len required) or on tokens
+        [batch, seq_len]; returns the mean loss before the update (nats)."""
+        loss = ctypes.c_double()
+        if isinstance(data, Dataset):
+            if batch is None or seq_len is None:
+                raise TypeError("train_step(dataset, batch, seq_len)")
+            call("induct_train_step", self, data, batch, seq_len, ctypes.byref(loss))
+        else:
+            keep, ptr, B, T = _arrays.tokens_in(data)
+            call("induct_train_step_tokens", self, ptr, B, T, ctypes.byref(loss))
+        return loss.value
+
+
+def read_metrics(path):
+    """The JSON Lines metrics log of Optimizer.train as a list of dicts (one per evaluation)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
