@@ -1827,28 +1827,30 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  `eval_loss`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS 0x001u
 /** Metric: in-context learning score, loss of the 500th minus the 50th token
- *  (ICL paper, "Key Concepts"; nats). JSON key `icl_score`. Not available yet:
- *  requesting it returns ::INDUCT_ENOTSUP. @since 0.1 */
+ *  (ICL paper, "Key Concepts"; nats), induct_analysis_icl_score() on the evaluation
+ *  set; needs seq_len ≥ 501 (else ::INDUCT_ERANGE before any step). JSON key
+ *  `icl_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_ICL_SCORE 0x002u
 /** Metric: loss by position, `mean_b L_b[p]` for p = 0 … seq_len−2 (nats). JSON key
- *  `loss_by_position`, a list. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  `loss_by_position`, a list (induct_analysis_loss_by_position()). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS_BY_POSITION 0x004u
 /** Metric: prefix-matching score per head (ICL paper, Appendix), `[n_layers][n_heads]`.
- *  JSON key `prefix_matching_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  induct_analysis_prefix_matching() on the default probe. JSON key
+ *  `prefix_matching_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREFIX_MATCHING 0x008u
 /** Metric: previous-token score per head, induct_analysis_previous_token_score() on
  *  the evaluation set, `[n_layers][n_heads]`, in [0, 1]. JSON key
  *  `previous_token_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN 0x010u
 /** Metric: copying score per head (ICL paper, Appendix), `[n_layers][n_heads]`. JSON
- *  key `copying_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  key `copying_score` (induct_analysis_copying() on the default probe). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_COPYING 0x020u
 /** Metric: accuracy of the answer token on the key–value retrieval task (fraction).
- *  JSON key `kv_accuracy`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  JSON key `kv_accuracy` (induct_analysis_kv_accuracy()); KV datasets only. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_KV_ACCURACY 0x040u
 /** Metric: attention on the answer position per head on the key–value task,
- *  `[n_layers][n_heads]`. JSON key `kv_attention_on_answer`. Not available yet
- *  (::INDUCT_ENOTSUP). @since 0.1 */
+ *  `[n_layers][n_heads]` (induct_analysis_kv_attention()). JSON key
+ *  `kv_attention_on_answer`; KV datasets only. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_KV_ATTENTION 0x080u
 /** Metric: seed 003's induction score per head, induct_analysis_induction_score() on
  *  the evaluation set (needs a repeated-random-token dataset without BOS),
@@ -1983,8 +1985,8 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  * (a start-of-run evaluation at step 0 still happens when steps is 0).
  *
  * Every metric bit is checked before the first step, whether or not an evaluation
- * is scheduled: a metric not implemented yet returns ::INDUCT_ENOTSUP naming it; one
- * the dataset cannot provide returns ::INDUCT_EINVAL. Files are not touched when the
+ * is scheduled: one the dataset or the context length cannot provide returns
+ * ::INDUCT_EINVAL or ::INDUCT_ERANGE naming it. Files are not touched when the
  * arguments are refused.
  *
  * @param opt The optimizer; its model is trained.
@@ -1997,8 +1999,8 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  *         unknown metric bits, a target without loss evaluation, a dataset vocabulary
  *         above the model's, a metric the dataset cannot provide, an eval split that
  *         cannot hold the evaluation set); ::INDUCT_ERANGE (seq_len > n_ctx, a dataset
- *         that cannot produce sequences of seq_len); ::INDUCT_ENOTSUP (metric not
- *         available); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
+ *         that cannot produce sequences of seq_len, a context too short for the ICL
+ *         score); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
  *         file); ::INDUCT_ENUMERIC (non-finite loss or gradient; the failed step left
  *         the weights unchanged); ::INDUCT_ENOMEM.
  * @since 0.1 Uses the model: one thread per model, except induct_model_interrupt().
