@@ -28,6 +28,7 @@ INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size) {
     cfg->val_fraction = 0.1;
     cfg->block_tokens = 65536;
     cfg->seed = 0;
+    cfg->max_bytes = 0;
     return INDUCT_OK;
 }
 
@@ -46,6 +47,7 @@ static int text_cfg(induct_text_config *c, const induct_text_config *in) {
 typedef struct corpus {
     unsigned char *buf; /* 2 bytes a token */
     uint64_t n, cap;
+    uint64_t max; /* hardening (issue 7): cap on the buffer in bytes (0 = none) */
     uint64_t *doc_off; /* start token of each document; doc_off[n_docs] = n */
     size_t n_docs, doc_cap;
 } corpus;
@@ -59,9 +61,13 @@ static int corpus_reserve(corpus *c, uint64_t more) {
     uint64_t need = c->n + more;
     INDUCT_FAIL_IF(need < c->n || need > (uint64_t)(SIZE_MAX / 4), INDUCT_ELIMIT,
                    "text corpus: %llu tokens overflow size_t", (unsigned long long)need);
+    INDUCT_FAIL_IF(c->max && need > c->max / 2, INDUCT_ELIMIT,
+                   "text corpus: %llu tokens (2 bytes each) exceed max_bytes %llu",
+                   (unsigned long long)need, (unsigned long long)c->max);
     if (need <= c->cap) return INDUCT_OK;
     uint64_t nc = c->cap ? c->cap : 4096;
     while (nc < need) nc = nc > (uint64_t)(SIZE_MAX / 8) ? need : nc * 2;
+    if (c->max && nc > c->max / 2) nc = c->max / 2; /* >= need, checked above */
     unsigned char *b = realloc(c->buf, (size_t)nc * 2);
     INDUCT_FAIL_IF(!b, INDUCT_ENOMEM, "out of memory: text corpus of %llu tokens",
                    (unsigned long long)nc);
@@ -80,7 +86,7 @@ static void put(corpus *c, unsigned id) {
 static int corpus_add(corpus *c, const induct_text_config *cfg, const unsigned char *bytes,
                       size_t n) {
     if (n == 0) return INDUCT_OK;
-    INDUCT_TRY(corpus_reserve(c, (uint64_t)n + 2));
+    INDUCT_TRY(corpus_reserve(c, (uint64_t)n + cfg->bos + (cfg->separator >= 0)));
     if (c->n_docs + 1 >= c->doc_cap) {
         size_t nc = c->doc_cap ? c->doc_cap * 2 : 64;
         uint64_t *o = realloc(c->doc_off, nc * sizeof *o);
@@ -145,6 +151,7 @@ INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, 
                    "induct_dataset_new_text: a buffer is one document; a split by document "
                    "needs at least 2 (use induct_dataset_new_text_path on a directory)");
     corpus k = {0};
+    k.max = c.max_bytes;
     int rc = corpus_add(&k, &c, bytes, n);
     if (rc == INDUCT_OK) rc = corpus_finish(out, &k, &c);
     corpus_free(&k);
@@ -153,16 +160,28 @@ INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, 
 
 /* ---- reading files ------------------------------------------------------------ */
 
-static int read_file(const char *path, unsigned char **data, size_t *n) {
+/* Read a regular file whole. `limit` (0 = none): the most bytes it may have, checked
+ * from its size before reading and again while reading (hardening, issue 7). */
+static int read_file(const char *path, unsigned char **data, size_t *n, uint64_t limit) {
     *data = NULL;
     *n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     INDUCT_FAIL_IF(fd < 0, INDUCT_EIO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
         return induct__fail(INDUCT_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    /* a device, FIFO or socket could be endless (/dev/zero) or block forever */
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return induct__fail(INDUCT_EIO, "%s: not a regular file or a directory", path);
+    }
+    if (limit && (uint64_t)sb.st_size > limit) {
+        close(fd);
+        return induct__fail(INDUCT_ELIMIT, "%s: %llu bytes exceed what max_bytes leaves (%llu)",
+                            path, (unsigned long long)sb.st_size, (unsigned long long)limit);
     }
     size_t cap = sb.st_size > 0 ? (size_t)sb.st_size + 1 : 4096, len = 0;
     unsigned char *buf = malloc(cap);
@@ -192,11 +211,26 @@ static int read_file(const char *path, unsigned char **data, size_t *n) {
         }
         if (r == 0) break;
         len += (size_t)r;
+        if (limit && len > limit) { /* the file grew while being read */
+            free(buf);
+            close(fd);
+            return induct__fail(INDUCT_ELIMIT, "%s: more than %llu bytes (max_bytes)", path,
+                                (unsigned long long)limit);
+        }
     }
     close(fd);
     *data = buf;
     *n = len;
     return INDUCT_OK;
+}
+
+/* The most bytes a file may have so that its tokens (plus BOS and separator) still fit
+ * the corpus cap; 0 = no cap. At least 1 when capped (a full corpus is refused by
+ * corpus_reserve with the exact numbers). */
+static uint64_t file_budget(const corpus *k) {
+    if (!k->max) return 0;
+    uint64_t room = k->max / 2 > k->n + 2 ? k->max / 2 - k->n - 2 : 0;
+    return room ? room : 1;
 }
 
 typedef struct pathlist {
@@ -291,16 +325,31 @@ INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *pa
     INDUCT_FAIL_IF(stat(path, &sb) != 0, INDUCT_EIO, "%s: cannot stat: %s", path,
                    strerror(errno));
     corpus k = {0};
+    k.max = c.max_bytes;
     int rc = INDUCT_OK;
     if (S_ISDIR(sb.st_mode)) {
         pathlist l = {0};
         rc = walk(path, "", suffix, &l, 0);
+        /* hardening (issue 7): refuse a tree whose files cannot fit before reading any */
+        uint64_t total = 0;
+        for (size_t i = 0; rc == INDUCT_OK && k.max && i < l.n; i++) {
+            char *full = join(path, l.p[i]);
+            struct stat fb;
+            if (full && stat(full, &fb) == 0 && S_ISREG(fb.st_mode))
+                total += (uint64_t)fb.st_size + 2u;
+            free(full);
+            if (total > k.max / 2)
+                rc = induct__fail(INDUCT_ELIMIT,
+                                  "%s: the files under the directory need more than max_bytes "
+                                  "%llu (2 bytes a token)",
+                                  path, (unsigned long long)k.max);
+        }
         if (rc == INDUCT_OK && l.n > 1) qsort(l.p, l.n, sizeof *l.p, cmp_path);
         for (size_t i = 0; i < l.n && rc == INDUCT_OK; i++) {
             char *full = join(path, l.p[i]);
             unsigned char *data = NULL;
             size_t n = 0;
-            rc = full ? read_file(full, &data, &n)
+            rc = full ? read_file(full, &data, &n, file_budget(&k))
                       : induct__fail(INDUCT_ENOMEM, "out of memory reading %s", path);
             if (rc == INDUCT_OK) rc = corpus_add(&k, &c, data, n);
             free(data);
@@ -315,7 +364,7 @@ INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *pa
     } else {
         unsigned char *data = NULL;
         size_t n = 0;
-        rc = read_file(path, &data, &n);
+        rc = read_file(path, &data, &n, file_budget(&k));
         if (rc == INDUCT_OK && n == 0)
             rc = induct__fail(INDUCT_EFORMAT, "%s: empty input: the file has no bytes", path);
         if (rc == INDUCT_OK) rc = corpus_add(&k, &c, data, n);

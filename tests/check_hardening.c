@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -490,6 +491,73 @@ START_TEST(test_header_limits) {
 }
 END_TEST
 
+
+/* ---- text corpora under a cap; files that are not files ------------------------------ */
+
+START_TEST(test_text_limits) {
+    induct_text_config c;
+    induct_text_config_init(&c, sizeof c);
+    ck_assert_uint_eq(c.max_bytes, 0);
+    enum { N = 1000 };
+    unsigned char text[N];
+    for (int i = 0; i < N; i++) text[i] = (unsigned char)('a' + i % 26);
+    induct_dataset *d = NULL;
+    /* N tokens of 2 bytes; with a separator N + 1 */
+    c.max_bytes = 2 * N;
+    ck_ok(induct_dataset_new_text(&d, text, N, &c));
+    induct_dataset_free(d);
+    c.separator = '\n';
+    d = (induct_dataset *)text;
+    ck_fails(induct_dataset_new_text(&d, text, N, &c), INDUCT_ELIMIT);
+    ck_assert_ptr_null(d);
+    c.max_bytes = 2 * (N + 1);
+    ck_ok(induct_dataset_new_text(&d, text, N, &c));
+    induct_dataset_free(d);
+
+    /* a sparse 1 GiB file next to a small one: refused from the sizes, before reading */
+    char dir[] = "/tmp/induct-hardening-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char big[256], small[256];
+    snprintf(big, sizeof big, "%s/big.txt", dir);
+    snprintf(small, sizeof small, "%s/small.txt", dir);
+    FILE *f = fopen(small, "wb");
+    ck_assert_uint_eq(fwrite(text, 1, N, f), N);
+    fclose(f);
+    f = fopen(big, "wb");
+    ck_assert_int_eq(ftruncate(fileno(f), (off_t)1 << 30), 0);
+    fclose(f);
+    c.max_bytes = 1u << 20;
+    uint64_t r0 = rss_bytes();
+    ck_fails(induct_dataset_new_text_path(&d, dir, NULL, &c), INDUCT_ELIMIT);
+    ck_fails(induct_dataset_new_text_path(&d, big, NULL, &c), INDUCT_ELIMIT);
+    ck_assert_uint_lt(rss_bytes() - r0, 8u << 20);
+    /* the small one alone fits */
+    ck_ok(induct_dataset_new_text_path(&d, dir, "small.txt", &c));
+    uint64_t n;
+    ck_ok(induct_dataset_split_tokens(d, INDUCT_SPLIT_TRAIN, &n));
+    uint64_t m;
+    ck_ok(induct_dataset_split_tokens(d, INDUCT_SPLIT_EVAL, &m));
+    ck_assert_uint_eq(n + m, N + 1); /* the separator */
+    induct_dataset_free(d);
+    unlink(big);
+    unlink(small);
+    rmdir(dir);
+
+    /* a device or a FIFO is not a text file: EIO, without reading /dev/zero forever
+     * or blocking on a FIFO without a writer */
+    c.max_bytes = 0;
+    ck_fails(induct_dataset_new_text_path(&d, "/dev/zero", NULL, &c), INDUCT_EIO);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "not a regular file"));
+    char fifo[] = "/tmp/induct-hardening-fifo-XXXXXX";
+    int fd = mkstemp(fifo);
+    close(fd);
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_fails(induct_dataset_new_text_path(&d, fifo, NULL, &c), INDUCT_EIO);
+    unlink(fifo);
+}
+END_TEST
+
 /* ---- bugs found by fuzzing (regression inputs in tests/fuzz/) --------------------------- */
 
 /* tests/fuzz/config/regress-rrt-dvocab-above-int32: token ids are int32, so an RRT
@@ -673,6 +741,7 @@ int main(void) {
     tcase_add_test(tc, test_memory_independent_of_n_ctx);
     tcase_add_test(tc, test_token_buffer_overflow);
     tcase_add_test(tc, test_header_limits);
+    tcase_add_test(tc, test_text_limits);
     tcase_add_test(tc, test_rrt_vocab_fits_int32);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");

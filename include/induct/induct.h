@@ -951,6 +951,12 @@ typedef struct induct_text_config {
     double val_fraction;     /**< Held-out fraction f in [0, 1). Default 0.1. */
     uint64_t block_tokens;   /**< Unit of the position split; 0 = one cut at the end. Default 65536. */
     uint64_t seed;           /**< Seed of the train windows. Default 0. */
+    uint64_t max_bytes;      /**< Cap on the corpus in memory (2 bytes a token), or 0 for none:
+                                  input needing more is refused with ::INDUCT_ELIMIT before it
+                                  is read (file sizes are checked first; a file that grows
+                                  while read is refused once past the cap). A file's bytes
+                                  are held while it is read, so the peak is at most
+                                  1.5 × max_bytes (docs/hardening.md). Default 0. */
 } induct_text_config;
 
 /** @brief Write the defaults into a text config of `size` bytes.
@@ -969,7 +975,8 @@ INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size);
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, bad config: bos not 0/1,
  *         separator outside −1 … 255, unknown split, val_fraction outside [0, 1) or
  *         not finite, a document split, which needs two documents);
- *         ::INDUCT_EABI; ::INDUCT_ELIMIT (size overflow); ::INDUCT_ENOMEM.
+ *         ::INDUCT_EABI; ::INDUCT_ELIMIT (size overflow, or a corpus above
+ *         `max_bytes`); ::INDUCT_ENOMEM.
  * @since 0.1
  */
 INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, size_t n,
@@ -987,9 +994,12 @@ INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, 
  * @param suffix File-name suffix filter for directories, or NULL.
  * @param cfg Copied.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config, a document split with
- *         fewer than 2 non-empty documents); ::INDUCT_EIO (cannot open, stat or read;
+ *         fewer than 2 non-empty documents); ::INDUCT_EIO (cannot open, stat or read,
+ *         or `path` is neither a regular file nor a directory, e.g. a device or a FIFO;
  *         the path is named); ::INDUCT_EFORMAT (empty input: an empty file, or no
- *         non-empty matching file; the path is named); ::INDUCT_ELIMIT; ::INDUCT_ENOMEM.
+ *         non-empty matching file; the path is named); ::INDUCT_ELIMIT (size overflow,
+ *         a directory tree deeper than 256, or input above `max_bytes`, refused before
+ *         it is read); ::INDUCT_ENOMEM.
  * @since 0.1
  */
 INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *path,
