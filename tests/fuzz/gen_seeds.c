@@ -1,6 +1,6 @@
-/* Writes the seed corpora of the fuzz targets into <dir>/checkpoint and <dir>/config:
- * small valid inputs made by the library itself and a few hand-made corrupt ones.
- * Run from the source tree after a build (tests/fuzz/run.sh --seeds does):
+/* Writes the seed corpora of the fuzz targets into <dir>/checkpoint, config, tokenfile
+ * and text: small valid inputs made by the library itself and a few hand-made corrupt
+ * ones. Run from the source tree after a build:
  *   build/tests/fuzz_gen_seeds tests/fuzz
  * The files are committed; regenerating them is only needed when a format changes. */
 #include <induct/induct.h>
@@ -153,6 +153,68 @@ static void config_seed(const char *name, uint8_t sel, const void *s, size_t n,
     write_bytes("config", name, b, 1 + n + n_extra);
 }
 
+/* Settings bytes + the bytes of a file the library wrote. */
+static void tokenfile_seed(const char *name, const uint8_t settings[8], uint32_t format,
+                           const int32_t *tok, size_t n, size_t cut) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/tokenfile/.tmp", dir);
+    if (induct_token_file_write(tmp, format, tok, n)) die("token file");
+    size_t len;
+    unsigned char *b = read_all(tmp, &len);
+    remove(tmp);
+    if (cut && cut < len) len = cut; /* truncated variant */
+    unsigned char *o = malloc(8 + len);
+    memcpy(o, settings, 8);
+    memcpy(o + 8, b, len);
+    write_bytes("tokenfile", name, o, 8 + len);
+    free(o);
+    free(b);
+}
+
+static void tokenfiles(void) {
+    int32_t tok[300];
+    for (int i = 0; i < 300; i++) tok[i] = (i * 7) % 50;
+    /* settings: format | flags, d_vocab byte (1 + 257 b), n_eval_windows, val_fraction,
+     * block_tokens, resident pages, seq_len - 2, batch index (fuzz_tokenfile.c) */
+    const uint8_t u16[8] = {0, 1, 8, 26, 64, 0, 14, 0}, u32val[8] = {1 | 4, 1, 8, 26, 64, 1, 6, 3},
+                  llmc[8] = {2, 1, 4, 26, 32, 0, 10, 1}, inferred[8] = {2 | 8, 0, 4, 26, 32, 1, 10, 1};
+    tokenfile_seed("u16", u16, INDUCT_TOKFILE_U16, tok, 300, 0);
+    tokenfile_seed("u32-separate-val", u32val, INDUCT_TOKFILE_U32, tok, 300, 0);
+    tokenfile_seed("llmc", llmc, INDUCT_TOKFILE_LLMC, tok, 300, 0);
+    tokenfile_seed("llmc-vocab-inferred", inferred, INDUCT_TOKFILE_LLMC, tok, 300, 0);
+    tokenfile_seed("bad-llmc-truncated", llmc, INDUCT_TOKFILE_LLMC, tok, 300, 1024 + 101);
+    tokenfile_seed("bad-llmc-header-only", llmc, INDUCT_TOKFILE_LLMC, tok, 300, 1000);
+    tokenfile_seed("bad-u16-odd-size", u16, INDUCT_TOKFILE_U16, tok, 30, 59);
+    const uint8_t small_vocab[8] = {0, 0, 8, 26, 64, 0, 14, 0}; /* d_vocab 1: ids too large */
+    tokenfile_seed("bad-u16-id-range", small_vocab, INDUCT_TOKFILE_U16, tok, 30, 0);
+}
+
+static void text_seed(const char *name, const uint8_t settings[8], const char *text) {
+    size_t n = strlen(text);
+    unsigned char *o = malloc(8 + n);
+    memcpy(o, settings, 8);
+    memcpy(o + 8, text, n);
+    write_bytes("text", name, o, 8 + n);
+    free(o);
+}
+
+static void texts(void) {
+    static const char para[] =
+        "In the beginning the model sees tokens it cannot predict; later it copies what "
+        "followed an earlier occurrence of the current token. That is an induction head. "
+        "The loss of late tokens falls below the loss of early ones. ";
+    char doc3[sizeof para * 3 + 4];
+    snprintf(doc3, sizeof doc3, "%s\xff%s\xff%s", para, para + 20, para + 40);
+    /* settings: flags (bos, document split, directory, suffix), separator, n_eval_windows,
+     * val_fraction, block_tokens, seed | cap bit, seq_len - 2, batch index (fuzz_text.c) */
+    const uint8_t mem[8] = {1, 10, 8, 26, 32, 3, 20, 0}, docs[8] = {2 | 4, 255, 4, 80, 0, 1, 10, 2},
+                  suffix[8] = {4 | 8, 10, 4, 26, 64, 1, 10, 0}, capped[8] = {0, 10, 4, 26, 64, 0x82, 10, 0};
+    text_seed("memory-bos", mem, para);
+    text_seed("directory-by-document", docs, doc3);
+    text_seed("directory-suffix", suffix, doc3);
+    text_seed("capped", capped, para);
+}
+
 static void configs(void) {
     induct_model_config mc;
     induct_model_config_init(&mc, sizeof mc);
@@ -222,5 +284,7 @@ int main(int argc, char **argv) {
     dir = argv[1];
     checkpoints();
     configs();
+    tokenfiles();
+    texts();
     return 0;
 }

@@ -10,7 +10,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 runs=${1:-20000}
 [ $# -gt 0 ] && shift
-targets=${*:-"checkpoint config"}
+targets=${*:-"checkpoint config tokenfile text"}
 build=${INDUCT_FUZZ_BUILD:-build-fuzz}
 if [ ! -f "$build/build.ninja" ]; then
     # no OpenMP: clang's libomp next to OpenBLAS's libgomp is not worth the noise here
