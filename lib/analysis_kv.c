@@ -39,6 +39,13 @@ static int kv_eval_make(induct_model *m, const induct_dataset *d, uint32_t n_seq
     INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n) || !induct__mul(n_seq, INDUCT_KV_INFO_COLS, &ni) ||
                        n > SIZE_MAX / sizeof(int32_t),
                    INDUCT_ELIMIT, "%s: size overflow", fn);
+    /* hardening (issue 7): the rows, their targets and a chunk's workspace must fit the
+     * model's limits before anything is allocated */
+    induct__bytes tmp = {0, 0};
+    induct__bytes_add(&tmp, n, sizeof(int32_t));
+    induct__bytes_add(&tmp, ni, sizeof(int32_t));
+    INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
+    INDUCT_TRY(induct__model_check_workspace(m, chunk_rows(n_seq, T), T, tmp.n));
     e->tok = malloc(n * sizeof *e->tok);
     e->info = malloc(ni * sizeof *e->info);
     if (!e->tok || !e->info) {

@@ -177,16 +177,33 @@ static int kv_ceiling(uint64_t R, uint64_t m, double *out) {
         return INDUCT_OK;
     }
     const double q = 1.0 / (double)R;
-    /* cap: R * P(N > cap) < 1e-13 for N ~ Binomial(m, q), the number of occurrences. */
-    double *pmfN = malloc((size_t)(m + 1) * sizeof *pmfN);
-    INDUCT_FAIL_IF(!pmfN, INDUCT_ENOMEM, "kv ceiling: out of memory");
-    for (uint64_t i = 0; i <= m; i++)
-        pmfN[i] = exp(lgamma((double)m + 1) - lgamma((double)i + 1) - lgamma((double)(m - i) + 1) +
-                      (double)i * log(q) + (double)(m - i) * log1p(-q));
+    /* cap: R * P(N > cap) < 1e-13 for N ~ Binomial(m, q), the number of occurrences.
+     * The pmf is evaluated where it is needed, from the top down (hardening, issue 7:
+     * a table of m + 1 doubles was 32 GiB for a seq_len near 2^32). */
+#define PMF_N(i)                                                                           \
+    exp(lgamma((double)m + 1) - lgamma((double)(i) + 1) - lgamma((double)(m - (i)) + 1) + \
+        (double)(i) * log(q) + (double)(m - (i)) * log1p(-q))
     uint64_t cap = m;
     double tail = 0.0;
-    while (cap > 0 && (tail + pmfN[cap]) * (double)R < 1e-13) tail += pmfN[cap--];
-    free(pmfN);
+    /* Terms above the mode that underflow to exactly 0 add nothing to the tail: skip
+     * them by bisection (the pmf decreases above the mode), so a huge m costs O(log m)
+     * evaluations here instead of O(m); the loop below then resumes exactly where the
+     * term-by-term walk would be, with the same tail (0.0), so the cap is the same. */
+    uint64_t mode = (uint64_t)floor(((double)m + 1.0) * q);
+    if (mode < m && PMF_N(m) == 0.0) {
+        uint64_t lo = mode, hi = m; /* PMF_N(lo) > 0 (the mode), PMF_N(hi) == 0 */
+        while (hi - lo > 1) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (PMF_N(mid) == 0.0) hi = mid;
+            else lo = mid;
+        }
+        cap = hi;
+    }
+    while (cap > 0 && (tail + PMF_N(cap)) * (double)R < 1e-13) {
+        tail += PMF_N(cap);
+        cap--;
+    }
+#undef PMF_N
     /* limits on the work: (cap+1)^2 states over m positions; R-1 bins x cap^3 */
     double work1 = (double)m * (double)(cap + 1) * (double)(cap + 1);
     double work2 = (double)(R - 1) * (double)(cap + 1) * (double)(cap + 1) * (double)(cap + 1);

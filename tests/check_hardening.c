@@ -558,6 +558,39 @@ START_TEST(test_text_limits) {
 }
 END_TEST
 
+
+/* ---- key-value tasks: memory that followed a caller's seq_len or n_seq ---------------- */
+
+START_TEST(test_kv_limits) {
+    induct_kv_config kc;
+    induct_kv_config_init(&kc, sizeof kc);
+    kc.d_vocab = 11;
+    induct_dataset *d = NULL;
+    ck_ok(induct_dataset_new_kv(&d, &kc));
+    /* the exact ceiling for a context near 2^32 is far beyond its work limit: refused at
+     * once, without a table of m + 1 doubles (32 GiB) or 4e9 evaluations */
+    double ceil_;
+    uint64_t r0 = rss_bytes();
+    ck_fails(induct_dataset_kv_ceiling(d, UINT32_MAX, &ceil_), INDUCT_ELIMIT);
+    ck_assert_uint_lt(rss_bytes() - r0, 8u << 20);
+    /* ... and the seed's case is unchanged: 24 context tokens, 11 ids */
+    ck_ok(induct_dataset_kv_ceiling(d, 25, &ceil_));
+    ck_assert(ceil_ > 0.0 && ceil_ <= 1.0);
+    /* KV read-outs hold every row's tokens: checked against the model's cap */
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.n_ctx = 25;
+    induct_model *m = new_model(&c);
+    ck_ok(induct_model_set_max_bytes(m, induct_model_memory_used(m) + (1u << 20)));
+    double acc;
+    ck_fails(induct_analysis_kv_accuracy(m, d, 1u << 20, 25, &acc), INDUCT_ELIMIT);
+    ck_ok(induct_analysis_kv_accuracy(m, d, 16, 25, &acc));
+    ck_assert(acc >= 0.0 && acc <= 1.0);
+    induct_model_free(m);
+    induct_dataset_free(d);
+}
+END_TEST
+
 /* ---- bugs found by fuzzing (regression inputs in tests/fuzz/) --------------------------- */
 
 /* tests/fuzz/config/regress-rrt-dvocab-above-int32: token ids are int32, so an RRT
@@ -742,6 +775,7 @@ int main(void) {
     tcase_add_test(tc, test_token_buffer_overflow);
     tcase_add_test(tc, test_header_limits);
     tcase_add_test(tc, test_text_limits);
+    tcase_add_test(tc, test_kv_limits);
     tcase_add_test(tc, test_rrt_vocab_fits_int32);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("errors");
