@@ -355,6 +355,67 @@ static int call_pca(void) {
     return induct_analysis_pca(x, 6, 5, 2, scores, 12, comp, 10, var, 2, &tv);
 }
 
+static int call_text(void) {
+    static const char text[] = "an induction head copies what followed an earlier occurrence";
+    induct_text_config tc;
+    induct_text_config_init(&tc, sizeof tc);
+    tc.separator = '\n';
+    tc.block_tokens = 8;
+    return induct_dataset_new_text(&out_d, text, sizeof text - 1, &tc);
+}
+static void setup_text_dir(void) {
+    setup_files();
+    for (int i = 0; i < 3; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s/doc%d.txt", dir, i);
+        FILE *f = fopen(p, "wb");
+        fprintf(f, "document %d: tokens that repeat, tokens that repeat.", i);
+        fclose(f);
+    }
+}
+static int call_text_dir(void) {
+    induct_text_config tc;
+    induct_text_config_init(&tc, sizeof tc);
+    tc.split = INDUCT_SPLIT_BY_DOCUMENT;
+    tc.val_fraction = 0.4;
+    return induct_dataset_new_text_path(&out_d, dir, ".txt", &tc);
+}
+static void setup_token_file(void) {
+    setup_files();
+    int32_t t[200];
+    for (int i = 0; i < 200; i++) t[i] = (i * 7) % 11;
+    ck_ok(induct_token_file_write(path, INDUCT_TOKFILE_LLMC, t, 200));
+}
+static int call_token_file(void) {
+    induct_token_file_config fc;
+    induct_token_file_config_init(&fc, sizeof fc);
+    fc.format = INDUCT_TOKFILE_LLMC;
+    fc.block_tokens = 16;
+    return induct_dataset_new_token_file(&out_d, path, NULL, &fc);
+}
+static int call_token_file_write(void) {
+    int32_t t[50];
+    for (int i = 0; i < 50; i++) t[i] = i % 11;
+    return induct_token_file_write(path, INDUCT_TOKFILE_U16, t, 50);
+}
+static void token_write_failed(void) { dir_holds_only(NULL); }
+static void setup_kv(void) {
+    setup_models();
+    induct_kv_config kc;
+    induct_kv_config_init(&kc, sizeof kc);
+    kc.d_vocab = 11;
+    induct_dataset_free(d);
+    ck_ok(induct_dataset_new_kv(&d, &kc));
+}
+static int call_kv_ceiling(void) {
+    double c;
+    return induct_dataset_kv_ceiling(d, 12, &c);
+}
+static int call_kv_accuracy(void) {
+    double acc;
+    return induct_analysis_kv_accuracy(m, d, 3, 8, &acc);
+}
+
 /* ---- checks after a failure -------------------------------------------------------- */
 
 static void save_failed(void) {
@@ -427,6 +488,14 @@ SWEEP(oom_attribution_general, setup_models, call_attribution, same_as_twin, NUL
 SWEEP(oom_attribution_fast, setup_attn_only, call_attribution, same_as_twin, NULL, teardown_all)
 SWEEP(oom_pca, NULL, call_pca, NULL, NULL, NULL)
 
+SWEEP(oom_text, setup_models, call_text, out_null, NULL, teardown_all)
+SWEEP(oom_text_directory, setup_text_dir, call_text_dir, out_null, NULL, teardown_files)
+SWEEP(oom_token_file, setup_token_file, call_token_file, out_null, NULL, teardown_files)
+SWEEP(oom_token_file_write, setup_files, call_token_file_write, token_write_failed, NULL,
+      teardown_files)
+SWEEP(oom_kv_ceiling, setup_kv, call_kv_ceiling, NULL, NULL, teardown_all)
+SWEEP(oom_kv_accuracy, setup_kv, call_kv_accuracy, same_as_twin, NULL, teardown_all)
+
 int main(void) {
     Suite *s = suite_create("alloc_failure");
     TCase *tc = tcase_create("sweep");
@@ -457,6 +526,12 @@ int main(void) {
     tcase_add_test(tc, oom_attribution_general);
     tcase_add_test(tc, oom_attribution_fast);
     tcase_add_test(tc, oom_pca);
+    tcase_add_test(tc, oom_text);
+    tcase_add_test(tc, oom_text_directory);
+    tcase_add_test(tc, oom_token_file);
+    tcase_add_test(tc, oom_token_file_write);
+    tcase_add_test(tc, oom_kv_ceiling);
+    tcase_add_test(tc, oom_kv_accuracy);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
