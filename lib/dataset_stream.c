@@ -77,8 +77,28 @@ int induct__check_split_cfg(double f, const char *what) {
     return INDUCT_OK;
 }
 
-int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint64_t F) {
+uint64_t induct__split_tables_bound(uint64_t units, uint64_t held) {
+    /* held-out units are runs of their own (at most `held`); the train runs lie between
+     * them (at most held + 1); and no split has more runs than units */
+    uint64_t runs = held < units ? 2 * held + 1 : units;
+    if (runs > units) runs = units;
+    return (runs + 2) * 2 * sizeof(induct__seg); /* + doubling slack */
+}
+
+int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint64_t F,
+                                  uint64_t max_bytes) {
     uint64_t n = s->store[0].n;
+    if (block != 0 && max_bytes) {
+        uint64_t units = n / block + (n % block != 0);
+        uint64_t held = (uint64_t)((u128)units * F / 1000000u);
+        uint64_t need = induct__split_tables_bound(units, held);
+        INDUCT_FAIL_IF(need > max_bytes, INDUCT_ELIMIT,
+                       "split: %llu blocks of %llu tokens (%llu held out) need up to %llu "
+                       "bytes of segment tables, more than max_bytes allows (%llu)",
+                       (unsigned long long)units, (unsigned long long)block,
+                       (unsigned long long)held, (unsigned long long)need,
+                       (unsigned long long)max_bytes);
+    }
     if (block == 0) {
         uint64_t nval = (uint64_t)((u128)n * F / 1000000u);
         INDUCT_TRY(induct__split_append(&s->split[INDUCT_SPLIT_TRAIN], 0, 0, n - nval));

@@ -67,7 +67,8 @@ static int corpus_reserve(corpus *c, uint64_t more) {
     if (need <= c->cap) return INDUCT_OK;
     uint64_t nc = c->cap ? c->cap : 4096;
     while (nc < need) nc = nc > (uint64_t)(SIZE_MAX / 8) ? need : nc * 2;
-    if (c->max && nc > c->max / 2) nc = c->max / 2; /* >= need, checked above */
+    /* under a cap, grow into at most half of the room left (the tables need some) */
+    if (c->max && nc > need + (c->max / 2 - need) / 2) nc = need + (c->max / 2 - need) / 2;
     unsigned char *b = realloc(c->buf, (size_t)nc * 2);
     INDUCT_FAIL_IF(!b, INDUCT_ENOMEM, "out of memory: text corpus of %llu tokens",
                    (unsigned long long)nc);
@@ -89,6 +90,10 @@ static int corpus_add(corpus *c, const induct_text_config *cfg, const unsigned c
     INDUCT_TRY(corpus_reserve(c, (uint64_t)n + cfg->bos + (cfg->separator >= 0)));
     if (c->n_docs + 1 >= c->doc_cap) {
         size_t nc = c->doc_cap ? c->doc_cap * 2 : 64;
+        /* hardening (issue 7): the document table counts against max_bytes too */
+        INDUCT_FAIL_IF(c->max && (nc > (c->max - 2 * c->cap) / sizeof *c->doc_off),
+                       INDUCT_ELIMIT, "text corpus: %zu documents exceed max_bytes %llu",
+                       c->n_docs + 1, (unsigned long long)c->max);
         uint64_t *o = realloc(c->doc_off, nc * sizeof *o);
         INDUCT_FAIL_IF(!o, INDUCT_ENOMEM, "out of memory: document table");
         c->doc_off = o;
@@ -116,9 +121,18 @@ static int corpus_finish(induct_dataset **out, corpus *c, const induct_text_conf
     s->n_eval_windows = cfg->n_eval_windows;
     uint64_t F = induct__ppm(cfg->val_fraction);
     int rc = INDUCT_OK;
+    /* hardening (issue 7): what max_bytes leaves after the corpus and its document
+     * table, for the segment tables (1 = nothing left: any table is refused) */
+    uint64_t used = 2 * c->cap + (uint64_t)c->doc_cap * sizeof *c->doc_off;
+    uint64_t room = !cfg->max_bytes ? 0 : cfg->max_bytes > used ? cfg->max_bytes - used : 1;
     if (cfg->split == INDUCT_SPLIT_BY_POSITION) {
-        rc = induct__stream_split_position(s, cfg->block_tokens, F);
+        rc = induct__stream_split_position(s, cfg->block_tokens, F, room);
     } else {
+        if (room && induct__split_tables_bound(c->n_docs, c->n_docs) > room)
+            rc = induct__fail(INDUCT_ELIMIT,
+                              "text corpus: the split tables of %zu documents need more than "
+                              "max_bytes allows",
+                              c->n_docs);
         for (size_t i = 0; i < c->n_docs && rc == INDUCT_OK; i++) {
             uint32_t which = induct__unit_held_out(i, F) ? INDUCT_SPLIT_EVAL : INDUCT_SPLIT_TRAIN;
             rc = induct__split_append(&s->split[which], 0, c->doc_off[i],

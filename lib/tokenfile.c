@@ -31,6 +31,7 @@ INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size
     cfg->block_tokens = 65536;
     cfg->resident_limit = (uint64_t)64 << 20;
     cfg->seed = 0;
+    cfg->max_bytes = 0;
     return INDUCT_OK;
 }
 
@@ -190,7 +191,8 @@ INDUCT_API int induct_dataset_new_token_file(induct_dataset **out, const char *p
             if (rc == INDUCT_OK)
                 rc = induct__split_append(&s->split[INDUCT_SPLIT_EVAL], 1, 0, s->store[1].n);
         } else {
-            rc = induct__stream_split_position(s, c.block_tokens, induct__ppm(c.val_fraction));
+            rc = induct__stream_split_position(s, c.block_tokens, induct__ppm(c.val_fraction),
+                                               c.max_bytes);
         }
     }
     induct_dataset *d = rc == INDUCT_OK ? calloc(1, sizeof *d) : NULL;

@@ -502,17 +502,26 @@ START_TEST(test_text_limits) {
     unsigned char text[N];
     for (int i = 0; i < N; i++) text[i] = (unsigned char)('a' + i % 26);
     induct_dataset *d = NULL;
-    /* N tokens of 2 bytes; with a separator N + 1 */
-    c.max_bytes = 2 * N;
-    ck_ok(induct_dataset_new_text(&d, text, N, &c));
-    induct_dataset_free(d);
-    c.separator = '\n';
+    /* N tokens of 2 bytes (plus small tables): a cap below 2N is refused... */
+    c.max_bytes = 2 * N - 1;
     d = (induct_dataset *)text;
     ck_fails(induct_dataset_new_text(&d, text, N, &c), INDUCT_ELIMIT);
     ck_assert_ptr_null(d);
-    c.max_bytes = 2 * (N + 1);
+    /* ... one with room for the tables is not */
+    c.max_bytes = 2 * N + 4096;
     ck_ok(induct_dataset_new_text(&d, text, N, &c));
     induct_dataset_free(d);
+    /* one-token blocks with half held out: ~1000 segments of 32 bytes, refused before
+     * the tables are built (the same text with the default 65536-token blocks fits) */
+    c.block_tokens = 1;
+    c.val_fraction = 0.5;
+    ck_fails(induct_dataset_new_text(&d, text, N, &c), INDUCT_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "segment tables"));
+    c.max_bytes = 0;
+    ck_ok(induct_dataset_new_text(&d, text, N, &c));
+    induct_dataset_free(d);
+    induct_text_config_init(&c, sizeof c);
+    c.separator = '\n';
 
     /* a sparse 1 GiB file next to a small one: refused from the sizes, before reading */
     char dir[] = "/tmp/induct-hardening-XXXXXX";
@@ -542,6 +551,25 @@ START_TEST(test_text_limits) {
     unlink(big);
     unlink(small);
     rmdir(dir);
+
+    /* token files are mapped, not copied; their split tables are capped alike */
+    char tf[] = "/tmp/induct-hardening-tok-XXXXXX";
+    int tfd = mkstemp(tf);
+    close(tfd);
+    int32_t ids[N];
+    for (int i = 0; i < N; i++) ids[i] = i % 50;
+    ck_ok(induct_token_file_write(tf, INDUCT_TOKFILE_U16, ids, N));
+    induct_token_file_config fc;
+    induct_token_file_config_init(&fc, sizeof fc);
+    ck_assert_uint_eq(fc.max_bytes, 0);
+    fc.block_tokens = 1;
+    fc.val_fraction = 0.5;
+    fc.max_bytes = 4096;
+    ck_fails(induct_dataset_new_token_file(&d, tf, NULL, &fc), INDUCT_ELIMIT);
+    fc.block_tokens = 100;
+    ck_ok(induct_dataset_new_token_file(&d, tf, NULL, &fc));
+    induct_dataset_free(d);
+    unlink(tf);
 
     /* a device or a FIFO is not a text file: EIO, without reading /dev/zero forever
      * or blocking on a FIFO without a writer */

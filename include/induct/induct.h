@@ -951,12 +951,14 @@ typedef struct induct_text_config {
     double val_fraction;     /**< Held-out fraction f in [0, 1). Default 0.1. */
     uint64_t block_tokens;   /**< Unit of the position split; 0 = one cut at the end. Default 65536. */
     uint64_t seed;           /**< Seed of the train windows. Default 0. */
-    uint64_t max_bytes;      /**< Cap on the corpus in memory (2 bytes a token), or 0 for none:
-                                  input needing more is refused with ::INDUCT_ELIMIT before it
-                                  is read (file sizes are checked first; a file that grows
-                                  while read is refused once past the cap). A file's bytes
-                                  are held while it is read, so the peak is at most
-                                  1.5 × max_bytes (docs/hardening.md). Default 0. */
+    uint64_t max_bytes;      /**< Cap on the memory the dataset allocates, or 0 for none: the
+                                  corpus (2 bytes a token), its document table and the split's
+                                  segment tables. Input whose corpus needs more is refused with
+                                  ::INDUCT_ELIMIT before it is read (file sizes are checked
+                                  first; a file that grows while read is refused once past the
+                                  cap), and tables that would not fit before they are built.
+                                  A file's bytes are held while it is read, so the peak is at
+                                  most 1.5 × max_bytes (docs/hardening.md). Default 0. */
 } induct_text_config;
 
 /** @brief Write the defaults into a text config of `size` bytes.
@@ -1033,6 +1035,11 @@ typedef struct induct_token_file_config {
                                   released (madvise MADV_DONTNEED), bounding resident memory;
                                   0 = never release. Default 64 MiB. */
     uint64_t seed;           /**< Seed of the train windows. Default 0. */
+    uint64_t max_bytes;      /**< Cap on the memory the dataset allocates, or 0 for none: the
+                                  files are mapped, not copied, so this bounds the split's
+                                  segment tables (up to 64 bytes per held-out block, e.g.
+                                  with a tiny `block_tokens`), refused with ::INDUCT_ELIMIT
+                                  before they are built (docs/hardening.md). Default 0. */
 } induct_token_file_config;
 
 /** @brief Write the defaults into a token-file config of `size` bytes.
