@@ -6,7 +6,8 @@
  * file (memfd) opened by its /proc/self/fd path, so each execution costs no disk I/O
  * and goes through the real open/fstat/mmap path.
  *   byte 0: bits 0-1 format (mod 3), bit 2 separate validation file, bit 3 d_vocab = 0
- *           (inferred); byte 1: d_vocab low byte (d_vocab = 1 + byte1 * 257, up to 65536);
+ *           (inferred), bit 4 a memory cap (max_bytes = 64 x byte 2 + 1);
+ *   byte 1: d_vocab low byte (d_vocab = 1 + byte1 * 257, up to 65536);
  *   byte 2: n_eval_windows; byte 3: val_fraction in 1/256; byte 4: block_tokens;
  *   byte 5: resident_limit in 4 KiB pages (0 = never release); byte 6: seq_len - 2;
  *   byte 7: batch index.
@@ -56,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     c.val_fraction = s[3] / 256.0;
     c.block_tokens = s[4];
     c.resident_limit = (uint64_t)s[5] * 4096u;
+    c.max_bytes = (s[0] & 16) ? 64u * s[2] + 1u : 0;
     uint32_t T = 2u + s[6];
     size_t n_train = size, n_val = 0;
     if (s[0] & 4) {

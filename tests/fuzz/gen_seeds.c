@@ -187,6 +187,8 @@ static void tokenfiles(void) {
     tokenfile_seed("bad-u16-odd-size", u16, INDUCT_TOKFILE_U16, tok, 30, 59);
     const uint8_t small_vocab[8] = {0, 0, 8, 26, 64, 0, 14, 0}; /* d_vocab 1: ids too large */
     tokenfile_seed("bad-u16-id-range", small_vocab, INDUCT_TOKFILE_U16, tok, 30, 0);
+    const uint8_t tables[8] = {0 | 16, 1, 2, 128, 1, 0, 6, 0}; /* 1-token blocks, 129-byte cap */
+    tokenfile_seed("capped-tiny-blocks", tables, INDUCT_TOKFILE_U16, tok, 300, 0);
 }
 
 static void text_seed(const char *name, const uint8_t settings[8], const char *text) {
