@@ -406,6 +406,15 @@ START_TEST(test_token_buffer_overflow) {
     size_t len;
     ck_fails(induct_analysis_previous_token_score(m, d, big, big, out, 4, &len), INDUCT_ELIMIT);
     ck_fails(induct_analysis_induction_score(m, d, big, big, out, 4, &len), INDUCT_ELIMIT);
+    /* the analysis suite's probes: 2^31 sequences of 2 x 2^30 tokens (segfault before) */
+    induct_probe_config pc;
+    induct_probe_config_init(&pc, sizeof pc);
+    pc.n_seq = big;
+    pc.block_len = 2;
+    pc.n_repeats = 1u << 30;
+    pc.bos = -1;
+    ck_fails(induct_analysis_prefix_matching(m, &pc, out, 4, &len), INDUCT_ELIMIT);
+    ck_fails(induct_analysis_duplicate_token(m, &pc, out, 4, &len), INDUCT_ELIMIT);
     induct_train_config tc;
     induct_train_config_init(&tc, sizeof tc);
     tc.batch = big;
