@@ -2,12 +2,17 @@
 
 Pure-Python ctypes bindings over libinduct.so.<ABI>. Set INDUCT_LIBRARY to a library
 path to override where it is loaded from. NumPy is optional: without it arrays come
-back as array.array plus a shape (see induct._arrays.Shaped).
+back as array.array plus a shape (see induct._arrays.Shaped). Plots (matplotlib) are
+in induct.plot, imported only when used. Guide: docs/python.md.
 """
 from ._capi import lib as _lib
+from ._arrays import Shaped
 from ._errors import (ABIMismatch, BufferTooSmall, FormatError, InductError, Interrupted,
                       InvalidArgument, IOFailure, LimitExceeded, NotSupported, NumericError,
                       OutOfMemory, OutOfRange, StateError)
+from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassification,
+                       LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
+                       phase_window)
 from .core import Dataset, Model, Optimizer, read_metrics
 
 __version__ = _lib.induct_version_string().decode()
@@ -19,7 +24,17 @@ def status_name(status):
     return _lib.induct_status_name(status).decode()
 
 
-__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "InductError", "InvalidArgument", "OutOfRange",
-           "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch", "StateError",
-           "Interrupted", "NotSupported", "NumericError", "OutOfMemory", "LimitExceeded",
-           "status_name", "__version__", "library_path"]
+def __getattr__(name):  # `induct.plot` without importing matplotlib up front
+    if name == "plot":
+        import importlib
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'induct' has no attribute {name!r}")
+
+
+__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "InductError", "InvalidArgument",
+           "OutOfRange", "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch",
+           "StateError", "Interrupted", "NotSupported", "NumericError", "OutOfMemory",
+           "LimitExceeded", "status_name", "__version__", "library_path", "Shaped",
+           "Ablation", "LossVectors", "Attribution", "PCA", "PhaseWindow",
+           "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
+           "classify_heads"]

@@ -1,11 +1,14 @@
-"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset."""
-import ctypes
+"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset.
 
-from . import _arrays
+No ctypes here: every C call goes through _capi.call()/value() with buffers from
+_arrays and Out() scalars."""
 import json
 import os
 
-from ._capi import PROGRESS_FN, ModelConfig, RRTConfig, TrainConfig, call, lib
+from . import _arrays
+from ._capi import ModelConfig, Out, RRTConfig, TrainConfig, call, new_struct, \
+    progress_callback, value
+from .analysis import ModelAnalysis
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -42,7 +45,7 @@ class _Handle:
     def close(self):
         ptr, self._ptr = self._ptr, None
         if ptr:
-            getattr(lib, self._free)(ptr)
+            value(self._free, ptr)
 
     def __enter__(self):
         return self
@@ -57,21 +60,9 @@ class _Handle:
             pass
 
 
-def _fill(struct, kwargs, enums=None):
-    enums = enums or {}
-    names = {n for n, _ in struct._fields_} - {"size"}
-    for k, v in kwargs.items():
-        if k not in names:
-            raise TypeError(f"unknown {type(struct).__name__} field '{k}'")
-        if k in enums and isinstance(v, str):
-            if v not in enums[k]:
-                raise ValueError(f"{k} must be one of {sorted(enums[k])}")
-            v = enums[k][v]
-        setattr(struct, k, int(v) if not isinstance(v, float) else v)
-    return struct
 
 
-class Model(_Handle):
+class Model(_Handle, ModelAnalysis):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
@@ -80,11 +71,11 @@ class Model(_Handle):
     _free = "induct_model_free"
 
     def __init__(self, **config):
-        cfg = _fill(ModelConfig.defaults(), config, {"positional": POS, "init": INIT})
+        cfg = ModelConfig.from_kwargs(config, {"positional": POS, "init": INIT})
         if "layer_norm" in config or "smeared_keys" in config:
             cfg.layer_norm, cfg.smeared_keys = int(cfg.layer_norm), int(cfg.smeared_keys)
-        out = ctypes.c_void_p()
-        call("induct_model_new", ctypes.byref(out), ctypes.byref(cfg))
+        out = Out("handle")
+        call("induct_model_new", out, cfg)
         super().__init__(out.value)
 
     @classmethod
@@ -95,14 +86,13 @@ class Model(_Handle):
 
     @property
     def config(self):
-        cfg = ModelConfig()
-        cfg.size = ctypes.sizeof(cfg)
-        call("induct_model_get_config", self, ctypes.byref(cfg))
+        cfg = new_struct(ModelConfig)
+        call("induct_model_get_config", self, cfg)
         return cfg.as_dict()
 
     def clone(self):
-        out = ctypes.c_void_p()
-        call("induct_model_clone", ctypes.byref(out), self)
+        out = Out("handle")
+        call("induct_model_clone", out, self)
         return Model._wrap(out.value)
 
     def save(self, path):
@@ -112,8 +102,8 @@ class Model(_Handle):
     @classmethod
     def load(cls, path):
         """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
-        out = ctypes.c_void_p()
-        call("induct_model_load", ctypes.byref(out), os.fsencode(path))
+        out = Out("handle")
+        call("induct_model_load", out, os.fsencode(path))
         return cls._wrap(out.value)
 
     def set_threads(self, n):
@@ -121,23 +111,20 @@ class Model(_Handle):
 
     @property
     def n_params(self):
-        return lib.induct_model_n_params(self)
+        return value("induct_model_n_params", self)
 
     def tensor_names(self):
         """Parameter names in storage order (TransformerLens names)."""
-        return [self.tensor_info(i)[0] for i in range(lib.induct_model_n_tensors(self))]
+        return [self.tensor_info(i)[0] for i in range(value("induct_model_n_tensors", self))]
 
     def tensor_info(self, index):
-        name = ctypes.c_char_p()
-        shape = (ctypes.c_uint32 * 4)()
-        ndim = ctypes.c_uint32()
-        numel = ctypes.c_size_t()
-        call("induct_model_tensor_info", self, index, ctypes.byref(name), shape,
-             ctypes.byref(ndim), ctypes.byref(numel))
-        return name.value.decode(), tuple(shape[: ndim.value])
+        name, ndim, numel = Out("char_p"), Out("uint32"), Out("size")
+        shape = _arrays.buffer(4, "I")
+        call("induct_model_tensor_info", self, index, name, shape, ndim, numel)
+        return name.value.decode(), tuple(int(d) for d in shape[: ndim.value])
 
     def _shape_of(self, name):
-        for i in range(lib.induct_model_n_tensors(self)):
+        for i in range(value("induct_model_n_tensors", self)):
             n, shape = self.tensor_info(i)
             if n == name:
                 return shape
@@ -149,15 +136,13 @@ class Model(_Handle):
         n = 1
         for d in shape or (0,):
             n *= d
-        buf, ptr = _arrays.float_buffer(max(n, 1))
-        out_len = ctypes.c_size_t()
-        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, ptr, n,
-             ctypes.byref(out_len))
+        buf = _arrays.buffer(max(n, 1))
+        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, buf, n, Out("size"))
         return _arrays.shaped(buf, shape)
 
     def set(self, name, values):
-        keep, ptr, n = _arrays.floats_in(values)
-        call("induct_model_set_tensor", self, name.encode(), ptr, n)
+        buf, n = _arrays.floats_in(values)
+        call("induct_model_set_tensor", self, name.encode(), buf, n)
 
     def weights(self, torch=False):
         """Every weight as a dict of TL-named arrays (PyTorch tensors with torch=True)."""
@@ -169,45 +154,43 @@ class Model(_Handle):
 
     def forward(self, tokens, logits=True):
         """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        toks, B, T = _arrays.tokens_in(tokens)
         V = self.config["d_vocab"]
-        lg, lg_ptr = _arrays.float_buffer(B * T * V) if logits else (None, None)
-        ls, ls_ptr = _arrays.float_buffer(B * (T - 1) if T > 1 else 1)
-        mean = ctypes.c_double()
-        call("induct_model_forward", self, ptr, B, T, lg_ptr, B * T * V if logits else 0,
-             ls_ptr, B * (T - 1) if T > 1 else 0, ctypes.byref(mean))
+        lg = _arrays.buffer(B * T * V) if logits else None
+        ls = _arrays.buffer(B * (T - 1) if T > 1 else 1)
+        mean = Out("double")
+        call("induct_model_forward", self, toks, B, T, lg, B * T * V if logits else 0,
+             ls, B * (T - 1) if T > 1 else 0, mean)
         return (_arrays.shaped(lg, (B, T, V)) if logits else None,
                 _arrays.shaped(ls, (B, T - 1)), mean.value)
 
     def backward(self, tokens):
         """Forward + backward on tokens; gradients are read with get(name, grad=True)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
-        mean = ctypes.c_double()
-        call("induct_model_backward", self, ptr, B, T, ctypes.byref(mean))
+        toks, B, T = _arrays.tokens_in(tokens)
+        mean = Out("double")
+        call("induct_model_backward", self, toks, B, T, mean)
         return mean.value
 
     def attention(self, tokens):
         """Attention patterns [n_layers, n_heads, T, T] of one sequence."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        toks, B, T = _arrays.tokens_in(tokens)
         if B != 1:
             raise ValueError("attention() takes one sequence")
         c = self.config
         n = c["n_layers"] * c["n_heads"] * T * T
-        buf, bptr = _arrays.float_buffer(n)
-        out_len = ctypes.c_size_t()
-        call("induct_model_attention", self, ptr, T, bptr, n, ctypes.byref(out_len))
+        buf = _arrays.buffer(n)
+        call("induct_model_attention", self, toks, T, buf, n, Out("size"))
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"], T, T))
 
     def interrupt(self):
         """Stop a long call on this model from any thread."""
-        lib.induct_model_interrupt(self)
+        value("induct_model_interrupt", self)
 
     def _head_scores(self, fn, dataset, n_seq, seq_len):
         c = self.config
         n = c["n_layers"] * c["n_heads"]
-        buf, ptr = _arrays.float_buffer(n)
-        out_len = ctypes.c_size_t()
-        call(fn, self, dataset, n_seq, seq_len, ptr, n, ctypes.byref(out_len))
+        buf = _arrays.buffer(n)
+        call(fn, self, dataset, n_seq, seq_len, buf, n, Out("size"))
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
 
     def induction_score(self, dataset, n_seq=256, seq_len=64):
@@ -228,29 +211,29 @@ class Dataset(_Handle):
     @classmethod
     def rrt(cls, **config):
         """Repeated random tokens; keywords are induct_rrt_config fields."""
-        cfg = _fill(RRTConfig.defaults(), config)
-        out = ctypes.c_void_p()
-        call("induct_dataset_new_rrt", ctypes.byref(out), ctypes.byref(cfg))
+        cfg = RRTConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_rrt", out, cfg)
         return cls(out.value)
 
     @classmethod
     def tokens(cls, tokens, d_vocab, seed=0):
         """Random windows over a token array (copied)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
-        out = ctypes.c_void_p()
-        call("induct_dataset_new_tokens", ctypes.byref(out), ptr, B * T, d_vocab, seed)
+        toks, B, T = _arrays.tokens_in(tokens)
+        out = Out("handle")
+        call("induct_dataset_new_tokens", out, toks, B * T, d_vocab, seed)
         return cls(out.value)
 
     @property
     def d_vocab(self):
-        return lib.induct_dataset_d_vocab(self)
+        return value("induct_dataset_d_vocab", self)
 
     def batch(self, index, batch, seq_len, split="train"):
         """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
-        tok, tptr = _arrays.int32_buffer(batch * seq_len)
-        meta, mptr = _arrays.int32_buffer(batch)
-        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tptr,
-             batch * seq_len, mptr, batch)
+        tok = _arrays.buffer(batch * seq_len, "i")
+        meta = _arrays.buffer(batch, "i")
+        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tok,
+             batch * seq_len, meta, batch)
         return _arrays.shaped(tok, (batch, seq_len)), meta
 
 
@@ -262,8 +245,8 @@ class Optimizer(_Handle):
     _free = "induct_optimizer_free"
 
     def __init__(self, model, kind="adamw", **params):
-        out = ctypes.c_void_p()
-        call("induct_optimizer_new", ctypes.byref(out), model, OPTIM[kind])
+        out = Out("handle")
+        call("induct_optimizer_new", out, model, OPTIM[kind])
         super().__init__(out.value, parents=(model,))
         self.model = model
         for k, v in params.items():
@@ -277,8 +260,8 @@ class Optimizer(_Handle):
     def __getitem__(self, name):
         if name not in OPT_PARAM:
             raise KeyError(f"unknown optimizer parameter '{name}'")
-        v = ctypes.c_double()
-        call("induct_optimizer_get", self, OPT_PARAM[name], ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_get", self, OPT_PARAM[name], v)
         return v.value
 
     def save(self, path):
@@ -288,8 +271,8 @@ class Optimizer(_Handle):
     @classmethod
     def load(cls, model, path):
         """Restore the optimizer state (and the weights) of a save() into `model`."""
-        out = ctypes.c_void_p()
-        call("induct_optimizer_load", ctypes.byref(out), model, os.fsencode(path))
+        out = Out("handle")
+        call("induct_optimizer_load", out, model, os.fsencode(path))
         self = cls.__new__(cls)
         _Handle.__init__(self, out.value, parents=(model,))
         self.model = model
@@ -328,25 +311,22 @@ class Optimizer(_Handle):
         cfg.target_loss = target_loss
         raised = []
 
-        def trampoline(p, _user):
+        def on_progress(fields):
             if progress is None:
                 return 0
             try:
-                q = p.contents
-                info = {"events": [k for k, v in EVENT.items() if q.events & v],
-                        "step": q.step, "steps": q.steps, "loss": q.loss, "lr": q.lr,
-                        "tokens_per_second": q.tokens_per_second,
-                        "elapsed_seconds": q.elapsed_seconds, "eta_seconds": q.eta_seconds,
-                        "eval_loss": q.eval_loss,
-                        "snapshot_path": q.snapshot_path.decode() if q.snapshot_path else None}
+                info = dict(fields)
+                info["events"] = [k for k, v in EVENT.items() if fields["events"] & v]
+                info.pop("size", None)
+                info.pop("reserved0", None)
                 return 1 if progress(info) else 0
             except BaseException as e:  # stop the C loop; re-raised after it returns
                 raised.append(e)
                 return 1
 
-        cb = PROGRESS_FN(trampoline)  # kept alive for the whole call
+        cb = progress_callback(on_progress)  # kept alive for the whole call
         try:
-            call("induct_train", self, dataset, ctypes.byref(cfg), cb, None)
+            call("induct_train", self, dataset, cfg, cb, None)
         except Exception:
             if raised:
                 raise raised[0] from None
@@ -357,27 +337,27 @@ class Optimizer(_Handle):
 
     @property
     def current_lr(self):
-        v = ctypes.c_double()
-        call("induct_optimizer_current_lr", self, ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_current_lr", self, v)
         return v.value
 
     def step(self):
         """Apply the model's current gradients; returns the gradient norm before clipping."""
-        v = ctypes.c_double()
-        call("induct_optimizer_step", self, ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_step", self, v)
         return v.value
 
     def train_step(self, data, batch=None, seq_len=None):
         """One training step on a Dataset (batch, seq_len required) or on tokens
         [batch, seq_len]; returns the mean loss before the update (nats)."""
-        loss = ctypes.c_double()
+        loss = Out("double")
         if isinstance(data, Dataset):
             if batch is None or seq_len is None:
                 raise TypeError("train_step(dataset, batch, seq_len)")
-            call("induct_train_step", self, data, batch, seq_len, ctypes.byref(loss))
+            call("induct_train_step", self, data, batch, seq_len, loss)
         else:
-            keep, ptr, B, T = _arrays.tokens_in(data)
-            call("induct_train_step_tokens", self, ptr, B, T, ctypes.byref(loss))
+            toks, B, T = _arrays.tokens_in(data)
+            call("induct_train_step_tokens", self, toks, B, T, loss)
         return loss.value
 
 
