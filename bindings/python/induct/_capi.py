@@ -6,10 +6,12 @@ import numbers
 from ctypes import (POINTER, c_char_p, c_double, c_float, c_int, c_int32, c_size_t, c_uint,
                     c_uint32, c_uint64, c_void_p)
 
-from . import _arrays, _errors
+from . import _errors
 from ._loader import load
 
-lib = load()
+lib = load()  # before NumPy is imported (by _arrays): see _loader on BLAS
+
+from . import _arrays  # noqa: E402
 
 c_int32_p = POINTER(c_int32)
 c_float_p = POINTER(c_float)

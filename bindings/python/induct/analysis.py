@@ -319,21 +319,22 @@ class ModelAnalysis:
         return out.value
 
     # ---- classification ----
-    def classify_heads(self, dataset, n_seq=64, seq_len=0, use_copying=True,
-                       thresholds=None, **probe_config):
-        """Label every head (the rule is ours, see classify_heads()) from its
+    def classify_heads(self, dataset, n_seq=64, seq_len=0, probe=None, use_copying=True,
+                       thresholds=None):
+        """Label every head (the rule is ours, see induct.classify_heads()) from its
         previous-token score on `dataset` (n_seq sequences of seq_len tokens, 0 = n_ctx,
-        batch 0 of the eval split), prefix-matching and duplicate-token scores on the
-        probe, and, with use_copying, the empirical copying score. Returns a
-        HeadClassification(labels [n_layers, n_heads], scores dict)."""
+        batch 0 of the eval split), its prefix-matching and duplicate-token scores on the
+        probe (`probe`: a dict of probe keywords) and, with use_copying, its empirical
+        copying score. Returns HeadClassification(labels [n_layers, n_heads], scores)."""
+        probe = probe or {}
         scores = {
             "previous_token": self.previous_token_score(dataset, n_seq,
                                                         seq_len or self.config["n_ctx"]),
-            "prefix_matching": self.prefix_matching(**probe_config),
-            "duplicate_token": self.duplicate_token(**probe_config),
+            "prefix_matching": self.prefix_matching(**probe),
+            "duplicate_token": self.duplicate_token(**probe),
         }
         if use_copying:
-            scores["copying"] = self.copying(**probe_config)
+            scores["copying"] = self.copying(**probe)
         labels = classify_heads(scores["previous_token"], scores["prefix_matching"],
                                 scores["duplicate_token"], scores.get("copying"),
                                 thresholds)
