@@ -19,9 +19,36 @@ __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
 
 
+#: The loaded library's version as M*10000 + m*100 + p.
+version_number = _lib.induct_version_number()
+
+
 def status_name(status):
-    """Symbolic name of a C status code."""
+    """Symbolic name of a C status code (e.g. "INDUCT_EINVAL")."""
     return _lib.induct_status_name(status).decode()
+
+
+def status_message(status):
+    """The library's one-line description of a C status code."""
+    return _lib.induct_status_str(status).decode()
+
+
+def build_features():
+    """What the loaded library was built with: a set of names ("openmp")."""
+    bits = _lib.induct_build_features()
+    return {name for bit, name in ((0x1, "openmp"),) if bits & bit}
+
+
+def last_error():
+    """(status, message) of the last failed call on this thread. The bindings raise
+    InductError subclasses carrying both, so this is rarely needed."""
+    return (_lib.induct_last_error_code(),
+            (_lib.induct_last_error_message() or b"").decode("utf-8", "replace"))
+
+
+def clear_error():
+    """Forget this thread's last error."""
+    _lib.induct_error_clear()
 
 
 def __getattr__(name):  # `induct.plot` without importing matplotlib up front

@@ -252,6 +252,15 @@ class Optimizer(_Handle):
         for k, v in params.items():
             self[k] = v
 
+    @staticmethod
+    def bounds(name):
+        """(lowest, highest) accepted value of a runtime parameter (both inclusive)."""
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        lo, hi = Out("double"), Out("double")
+        call("induct_opt_param_bounds", OPT_PARAM[name], lo, hi)
+        return lo.value, hi.value
+
     def __setitem__(self, name, value):
         if name not in OPT_PARAM:
             raise KeyError(f"unknown optimizer parameter '{name}'")
