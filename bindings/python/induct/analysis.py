@@ -19,6 +19,7 @@ Defaults (in parentheses) come from the library's `_init` functions.
 """
 import collections
 import math
+import numbers
 
 from . import _arrays
 from ._capi import ClassifyConfig, EvalConfig, Out, PhaseConfig, ProbeConfig, call
@@ -74,15 +75,21 @@ def _mode_bits(mode, preserve_patterns):
     return ABLATE[mode] | (ABLATE_PRESERVE_PATTERNS if preserve_patterns else 0)
 
 
+def _is_index(x):
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
 def _heads_list(heads):
-    """(layer, head), or an iterable of them -> list of (layer, head) int pairs."""
-    if isinstance(heads, tuple) and len(heads) == 2 and all(
-            isinstance(x, int) or hasattr(x, "__index__") for x in heads):
-        heads = [heads]
+    """(layer, head), or an iterable of such pairs -> list of (layer, head) int pairs."""
+    seq = list(heads)
+    if len(seq) == 2 and all(_is_index(x) for x in seq):
+        return [(int(seq[0]), int(seq[1]))]
     out = []
-    for lh in heads:
-        layer, head = lh
-        out.append((int(layer), int(head)))
+    for lh in seq:
+        pair = list(lh)
+        if len(pair) != 2 or not all(_is_index(x) for x in pair):
+            raise TypeError(f"a head is a (layer, head) pair of ints, got {lh!r}")
+        out.append((int(pair[0]), int(pair[1])))
     return out
 
 

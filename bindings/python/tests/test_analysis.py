@@ -346,6 +346,12 @@ def test_ablation_context_restores_bit_identical_outputs():
         assert np.array_equal(m.forward(toks)[0], outer)
     assert np.array_equal(m.forward(toks)[0], before)
 
+    # heads given as a list pair or NumPy integers
+    with m.ablate([np.int64(1), np.uint32(2)]):
+        assert m.ablations()[0].tolist() == [[0, 0, 0, 0], [0, 0, 1, 0]]
+    with m.ablate(np.array([[0, 0], [1, 1]])):
+        assert m.ablations()[0].tolist() == [[1, 0, 0, 0], [0, 1, 0, 0]]
+
     # without `with`: restore() by hand, idempotent
     ab = m.ablate((0, 3))
     assert m.ablations()[0][0, 3] == 1
@@ -385,6 +391,11 @@ def test_analysis_exceptions():
         m.loss_positions(n_seq=0, seq_len=40)
     with pytest.raises(ValueError, match="mode"):
         m.ablate((0, 0), mode="half")
+    with pytest.raises(TypeError, match="pair of ints"):
+        m.ablate([(0, 0), (1,)])
+    with pytest.raises(TypeError, match="pair of ints"):
+        m.ablate([(0, 0.5)])
+    assert m.ablations()[0].sum() == 0
     with pytest.raises(ValueError, match="mode"):
         m.ablation_attribution(d, mode="none", **EVAL)
     with pytest.raises(induct.StateError, match="reference"):
