@@ -470,8 +470,9 @@ assert pos.data.typecode == 'I'
 comp = m.composition('v')
 assert comp.shape == (2, 4, 2, 4)
 ev = dict(n_seq=6, seq_len=40, chunk=4, early=5, late=30, pos_seed=3)
-lab = induct.classify_heads(m.previous_token_score(d, 6, 40), pm, m.duplicate_token(
-    n_seq=4, block_len=6, n_repeats=3, seed=9), m.copying(n_seq=4, block_len=6, n_repeats=3, seed=9))
+probe = dict(n_seq=4, block_len=6, n_repeats=3, seed=9)
+lab = induct.classify_heads(m.previous_token_score(d, 6, 40), pm, m.duplicate_token(**probe),
+                            m.copying(**probe))
 assert lab.shape == (2, 4) and lab.data.typecode == 'I'
 with m.ablate((1, 0)):
     assert m.ablations()[0].tolist() == [[0, 0, 0, 0], [1, 0, 0, 0]]
