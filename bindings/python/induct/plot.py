@@ -44,7 +44,7 @@ def _head_names(n_layers, n_heads):
 
 
 def phase_change(metrics, path, window=None, x="step", xscale="linear", loss_key=None,
-                 icl_key="icl_score", head_key="prefix_matching_score", smooth=None,
+                 icl_key="icl_score", head_key=None, smooth=None,
                  title=None, dpi=100):
     """The phase-change figure: loss, ICL score and per-head prefix-matching score
     against `x` ("step" or "tokens") from a metrics log, with the window shaded.
@@ -52,7 +52,8 @@ def phase_change(metrics, path, window=None, x="step", xscale="linear", loss_key
     `metrics` is the path of an Optimizer.train metrics log (JSON Lines) or its records
     (induct.read_metrics). Panels are drawn for the keys present: loss (`loss_key`, by
     default eval_loss, else train_loss), the ICL score (`icl_key`) and one line per head
-    of `head_key` ([n_layers][n_heads] per record; e.g. "induction_score" instead).
+    of `head_key` ([n_layers][n_heads] per record; by default prefix_matching_score, else
+    induction_score).
     `window`: None detects it with induct.phase_window(x, icl score, smooth=smooth)
     when the log has ICL scores; a (start, end) pair or PhaseWindow draws that one;
     False draws none. `xscale` "log" drops points with x <= 0. Returns `path`."""
@@ -62,9 +63,14 @@ def phase_change(metrics, path, window=None, x="step", xscale="linear", loss_key
         raise ValueError("the metrics log has no records")
     if xscale not in ("linear", "log"):
         raise ValueError(f"xscale must be 'linear' or 'log', got {xscale!r}")
+    def present(key):
+        return any(r.get(key) is not None for r in records)
+
     if loss_key is None:
-        loss_key = "eval_loss" if any(r.get("eval_loss") is not None for r in records) \
-            else "train_loss"
+        loss_key = "eval_loss" if present("eval_loss") else "train_loss"
+    if head_key is None:
+        head_key = "prefix_matching_score" if present("prefix_matching_score") \
+            else "induction_score"
 
     def series(key):
         pts = [(r[x], r[key]) for r in records if r.get(key) is not None and x in r]

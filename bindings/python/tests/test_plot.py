@@ -71,6 +71,7 @@ def test_phase_change_from_a_training_log(tmp_path):
 
 def test_phase_change_depends_on_data_and_shades_the_window(tmp_path):
     a = induct.plot.phase_change(_records(), tmp_path / "a.png")
+    _, h, _ = png_info(a)
     a2 = induct.plot.phase_change(_records(), tmp_path / "a2.png")
     b = induct.plot.phase_change(_records(shift=200), tmp_path / "b.png")
     _, _, da = png_info(a)
@@ -96,6 +97,11 @@ def test_phase_change_depends_on_data_and_shades_the_window(tmp_path):
     assert w1 == 700 and h1 < 400
     _, _, d8 = png_info(induct.plot.phase_change(_records(heads=(2, 4)), tmp_path / "h.png"))
     assert d8 != da
+    # the seed's induction score stands in for prefix matching when that is absent
+    seed_log = [{"step": r["step"], "train_loss": r["eval_loss"],
+                 "induction_score": r["prefix_matching_score"]} for r in _records()]
+    w2, h2, _ = png_info(induct.plot.phase_change(seed_log, tmp_path / "s.png"))
+    assert h1 < h2 < h
     # log-scale x axis against tokens, from a file
     path = tmp_path / "m.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _records()))
