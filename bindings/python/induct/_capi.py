@@ -1,5 +1,8 @@
-"""The only module that touches ctypes: struct mirrors and one declarative table of
-every C function the bindings use. A missing symbol is one clear error at import."""
+"""The one module that touches ctypes (besides _loader, which finds and opens the
+library): struct mirrors, one declarative table of every C function the bindings use
+(a missing symbol is one clear error at import), and call(), which converts Python
+arguments (buffers, config structs, Out scalars, handles) for those functions. The
+other modules are plain Python."""
 import array
 import ctypes
 import numbers
