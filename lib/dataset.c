@@ -15,6 +15,7 @@ static int ds_alloc(induct_dataset **out, int kind) {
 
 INDUCT_API void induct_dataset_free(induct_dataset *d) {
     if (!d) return;
+    induct__stream_free(d->stream);
     free(d->tokens);
     free(d);
 }
@@ -144,6 +145,9 @@ INDUCT_API int induct_dataset_batch(const induct_dataset *d, uint32_t split, uin
                    "induct_dataset_batch: meta needs %u, buffer holds %zu", B, meta_cap);
     induct__rng r;
     induct__rng_seed3(&r, d->seed, split + 1, index);
+    if (d->kind == INDUCT__DS_KV) return induct__kv_batch(d, &r, B, T, tokens_out, meta_out, NULL);
+    if (d->kind == INDUCT__DS_STREAM)
+        return induct__stream_batch(d, split, index, B, T, tokens_out, meta_out);
     if (d->kind == INDUCT__DS_RRT) {
         uint32_t lo = 0, hi = 0;
         INDUCT_TRY(rrt_bounds(&d->rrt, T, &lo, &hi));

@@ -223,7 +223,14 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
                                   W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
     double sum = induct__xent_forward(W(m->a_losses), W(m->a_logits), tokens, B, T, V, nt);
-    double mean = sum / ((double)B * (T - 1));
+    double count = (double)B * (T - 1);
+    if (m->loss_only) { /* datasets (issue 3): one scored position per row */
+        const float *ls = W(m->a_losses);
+        sum = 0.0;
+        for (size_t b = 0; b < B; b++) sum += ls[b * (T - 1) + m->loss_only - 1];
+        count = (double)B;
+    }
+    double mean = sum / count;
     INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", mean);
     if (mean_loss) *mean_loss = mean;
     return INDUCT_OK;
@@ -239,8 +246,11 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
     size_t V = c->d_vocab, M = c->d_mlp;
     memset(m->grads, 0, m->n_params * sizeof(float));
     float *dres = W(m->g_resid), *dh_ = W(m->g_h);
-    float scale = (float)(1.0 / ((double)B * (T - 1)));
+    float scale = (float)(1.0 / ((double)B * (m->loss_only ? 1 : T - 1)));
     induct__xent_backward(W(m->g_logits), W(m->a_logits), tokens, B, T, V, scale, nt);
+    if (m->loss_only) /* datasets (issue 3): only the scored position has a gradient */
+        for (size_t n = 0; n < N; n++)
+            if (n % T != m->loss_only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
     /* unembed: logits = lnf W_U + b_U */
     memset(dh_, 0, N * D * sizeof(float));
     induct__linear_backward(dh_, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,

@@ -141,6 +141,10 @@ struct induct_model {
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__ablation abl; /* analysis (issue 4): head ablations in force */
+    /* datasets (issue 3): 0 = the loss is the mean over every position; p + 1 = only
+     * position p of each row is scored (set by induct_train_step for a dataset with
+     * one scored position, e.g. key-value retrieval; 0 otherwise). */
+    uint32_t loss_only;
 };
 
 int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, uint32_t B,
@@ -168,6 +172,9 @@ static inline float *induct__ws(const induct_model *m, size_t off) { return m->w
 /* ---- datasets --------------------------------------------------------------- */
 #define INDUCT__DS_RRT 1
 #define INDUCT__DS_TOKENS 2
+#define INDUCT__DS_KV 3     /* datasets (issue 3): key-value retrieval generator */
+#define INDUCT__DS_STREAM 4 /* datasets (issue 3): text and token files (dataset_stream.c) */
+struct induct__stream;
 struct induct_dataset {
     int kind;
     uint32_t d_vocab;
@@ -175,7 +182,21 @@ struct induct_dataset {
     induct_rrt_config rrt;
     int32_t *tokens;
     size_t n_tokens;
+    /* datasets (issue 3) */
+    induct_kv_config kv;           /* INDUCT__DS_KV, normalised (token_hi resolved) */
+    struct induct__stream *stream; /* INDUCT__DS_STREAM */
 };
+/* datasets (issue 3): the batch of a KV dataset (dataset_kv.c); `info` is
+ * [B][INDUCT_KV_INFO_COLS] or NULL, `meta` [B] or NULL. */
+int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32_t T,
+                     int32_t *tokens, int32_t *meta, int32_t *info);
+/* datasets (issue 3): windows of a text / token-file dataset (dataset_stream.c). */
+int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
+                         uint32_t T, int32_t *tokens, int32_t *meta);
+void induct__stream_free(struct induct__stream *s);
+/* datasets (issue 3): the model's loss_only for training on rows of length T of this
+ * dataset (0 = every position). */
+uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T);
 
 /* ---- optimizer -------------------------------------------------------------- */
 struct induct_optimizer {

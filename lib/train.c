@@ -40,5 +40,8 @@ INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, u
         m->tok_cap = need;
     }
     INDUCT_TRY(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, o->step, B, T, m->tok_ws, need, NULL, 0));
-    return train_tokens(o, m->tok_ws, B, T, loss_out);
+    m->loss_only = induct__dataset_loss_only(d, T); /* datasets (issue 3) */
+    int rc = train_tokens(o, m->tok_ws, B, T, loss_out);
+    m->loss_only = 0;
+    return rc;
 }

@@ -150,13 +150,6 @@ static int eval_set(const run *r, induct_eval_config *ec) {
     return INDUCT_OK;
 }
 
-static int not_yet(const char *key, uint32_t bit) {
-    return induct__fail(INDUCT_ENOTSUP,
-                        "induct_train: metric '%s' (INDUCT_TRAIN_METRIC bit 0x%03x) is not "
-                        "implemented in libinduct %s yet; remove it from cfg->metrics",
-                        key, bit, INDUCT_VERSION_STRING);
-}
-
 /*
  * The one evaluation function.
  * probe (rec == NULL): check that every requested metric exists and that the dataset
@@ -236,11 +229,24 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
             INDUCT_TRY(add_heads(r, rec, "copying_score"));
         }
     }
-    /* kv_accuracy, kv_attention_on_answer: key-value retrieval datasets */
-    if (want & INDUCT_TRAIN_METRIC_KV_ACCURACY)
-        return not_yet("kv_accuracy", INDUCT_TRAIN_METRIC_KV_ACCURACY);
-    if (want & INDUCT_TRAIN_METRIC_KV_ATTENTION)
-        return not_yet("kv_attention_on_answer", INDUCT_TRAIN_METRIC_KV_ATTENTION);
+    /* kv_accuracy (fraction) and kv_attention_on_answer [n_layers][n_heads]: key-value
+     * retrieval datasets (seed 002), answer position seq_len - 2 of every eval row */
+    if (want & (INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION)) {
+        INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_KV, INDUCT_EINVAL,
+                       "induct_train: metrics 'kv_accuracy' and 'kv_attention_on_answer' need "
+                       "a key-value retrieval dataset (induct_dataset_new_kv)");
+    }
+    if ((want & INDUCT_TRAIN_METRIC_KV_ACCURACY) && rec) {
+        double acc;
+        collect_interrupt(r);
+        INDUCT_TRY(induct_analysis_kv_accuracy(m, r->d, E, T, &acc));
+        INDUCT_TRY(add_num(rec, "kv_accuracy", acc, 0));
+    }
+    if ((want & INDUCT_TRAIN_METRIC_KV_ATTENTION) && rec) {
+        collect_interrupt(r);
+        INDUCT_TRY(induct_analysis_kv_attention(m, r->d, E, T, r->heads, r->n_heads_total, &len));
+        INDUCT_TRY(add_heads(r, rec, "kv_attention_on_answer"));
+    }
     /* induction_score [n_layers][n_heads]: seed 003's score, RRT datasets without BOS */
     if (want & INDUCT_TRAIN_METRIC_INDUCTION_SCORE) {
         INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_RRT || r->d->rrt.bos >= 0, INDUCT_EINVAL,
@@ -379,7 +385,7 @@ static int setup(run *r) {
                                   NULL, 0);
     free(probe);
     INDUCT_TRY(rc);
-    /* probe every requested metric (ENOTSUP / EINVAL) before any step, even when no
+    /* probe every requested metric (EINVAL / ERANGE) before any step, even when no
      * evaluation is scheduled: a metric that cannot be provided is never skipped */
     INDUCT_TRY(eval_metrics(r, NULL, NULL));
     if (evals) {

@@ -511,6 +511,58 @@ START_TEST(test_analysis_metrics) {
 }
 END_TEST
 
+/* KV metrics in the log equal independent calls on the final model. */
+START_TEST(test_kv_metrics) {
+    setup_dir();
+    induct_model_config mc;
+    induct_model_config_init(&mc, sizeof mc);
+    mc.n_layers = 2;
+    mc.d_model = 16;
+    mc.n_heads = 2;
+    mc.n_ctx = 25;
+    mc.d_vocab = 64;
+    mc.seed = 5;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &mc));
+    induct_kv_config kc;
+    induct_kv_config_init(&kc, sizeof kc);
+    kc.seed = 2;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_kv(&d, &kc));
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    char log[128];
+    snprintf(log, sizeof log, "%s/kv.jsonl", dir);
+    induct_train_config c;
+    induct_train_config_init(&c, sizeof c);
+    c.steps = 3;
+    c.batch = 8;
+    c.seq_len = 25;
+    c.eval_every = 3;
+    c.eval_batch = 16;
+    c.metrics = INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION;
+    c.metrics_path = log;
+    ck_ok(induct_train(o, d, &c, NULL, NULL));
+    cJSON *r[4];
+    ck_assert_int_eq(read_records(log, r, 4), 2);
+    double acc;
+    ck_ok(induct_analysis_kv_accuracy(m, d, 16, 25, &acc));
+    ck_exact(num(r[1], "kv_accuracy"), acc);
+    float sc[4];
+    size_t len;
+    ck_ok(induct_analysis_kv_attention(m, d, 16, 25, sc, 4, &len));
+    const cJSON *h = cJSON_GetObjectItem(r[1], "kv_attention_on_answer");
+    for (int i = 0; i < 4; i++)
+        ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, i / 2), i % 2)->valuedouble,
+                 sc[i]);
+    for (int i = 0; i < 2; i++) cJSON_Delete(r[i]);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    induct_dataset_free(d);
+    teardown_dir();
+}
+END_TEST
+
 /* Weights-only snapshots on the log schedule; a resumed call takes no step-0 point. */
 START_TEST(test_snapshot_log2_and_resume_points) {
     setup_dir();
@@ -742,15 +794,15 @@ START_TEST(test_refusals) {
     char log[128];
     snprintf(log, sizeof log, "%s/never.jsonl", dir);
     induct_train_config c;
-    static const uint32_t not_yet[] = {INDUCT_TRAIN_METRIC_KV_ACCURACY,
+    static const uint32_t kv_only[] = {INDUCT_TRAIN_METRIC_KV_ACCURACY,
                                        INDUCT_TRAIN_METRIC_KV_ATTENTION};
     static const char *keys[] = {"kv_accuracy", "kv_attention_on_answer"};
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++) { /* not a key-value dataset */
         base_config(&c, 5);
         c.eval_every = 1;
         c.metrics_path = log;
-        c.metrics = INDUCT_TRAIN_METRIC_LOSS | not_yet[i];
-        ck_assert_status(induct_train(o, d, &c, NULL, NULL), INDUCT_ENOTSUP);
+        c.metrics = INDUCT_TRAIN_METRIC_LOSS | kv_only[i];
+        ck_assert_status(induct_train(o, d, &c, NULL, NULL), INDUCT_EINVAL);
         ck_assert_ptr_nonnull(strstr(induct_last_error_message(), keys[i]));
     }
     base_config(&c, 5);
@@ -814,6 +866,7 @@ int main(void) {
     tcase_add_test(tc, test_resume_bit_identical);
     tcase_add_test(tc, test_metrics_log);
     tcase_add_test(tc, test_analysis_metrics);
+    tcase_add_test(tc, test_kv_metrics);
     tcase_add_test(tc, test_snapshot_log2_and_resume_points);
     tcase_add_test(tc, test_callback_stop);
     tcase_add_test(tc, test_cross_thread_interrupt_between_steps);

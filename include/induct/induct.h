@@ -727,6 +727,383 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
 /** @} */
 
 /* ---- datasets: KV retrieval, text, token files (issue 3) ---------------- */
+/** @defgroup datasets_ext Datasets: key–value retrieval, text, token files
+ *  The three kinds of input of issue 3, built on ::induct_dataset and
+ *  induct_dataset_batch() (batch `index` of a split stays a pure function of the
+ *  dataset and the call's arguments). Definitions, split rules and the ceiling
+ *  derivation are in docs/datasets.md.
+ *  @{ */
+
+/**
+ * @brief Key–value retrieval generator (seed 002, "문맥 내 학습과 유도 헤드").
+ *
+ * A row of `seq_len` tokens is a context of `C = seq_len − 1` tokens followed by
+ * the answer token:
+ * - the key position `p` is uniform in `[pair_min, pair_max]` (0-based, in the
+ *   context); the key `k` sits at `p` and again at `C − 1` (the query, the last
+ *   context position); the value `v` sits at `p + 1`; the answer token at
+ *   position `C = seq_len − 1` is `v`;
+ * - `k`, `v` and every other context token ("filler") are drawn independently and
+ *   uniformly from `[token_lo, token_hi)`, so filler and value may equal the key
+ *   (this makes the task ambiguous: see induct_dataset_kv_ceiling());
+ *   with `unique_key = 1` the value and the filler are drawn uniformly from the
+ *   range without `k` instead, and the ceiling is exactly 1;
+ * - draw order per row (for reproducibility): p, then k, then v, then the filler
+ *   of positions 0 … C−2 other than p and p + 1 in increasing order; a draw
+ *   "without k" takes u uniform in `[0, R−1)` and uses id `token_lo + u`, plus one
+ *   if that is ≥ k.
+ *
+ * The answer is scored at position `C − 1 = seq_len − 2` (the query), whose
+ * next-token prediction is the answer token. induct_train_step() on a KV dataset
+ * minimises the loss at that position only (the mean over the batch of
+ * `−ln P(answer | context)`, also what it reports), unless `all_positions` is 1; every
+ * other call (induct_model_forward(), induct_train_step_tokens()) is unaffected. The
+ * seed's experiment has a context of 24 tokens (`seq_len` 25) and 64 token ids.
+ * @since 0.1
+ */
+typedef struct induct_kv_config {
+    size_t size;        /**< `sizeof(induct_kv_config)`. */
+    uint32_t d_vocab;   /**< Vocabulary of the model it feeds. Default 64. */
+    uint32_t token_lo;  /**< First token id of the range keys, values and filler come from. Default 0. */
+    uint32_t token_hi;  /**< One past the last id; 0 = d_vocab. Default 0. */
+    uint32_t pair_min;  /**< Smallest key position p (0-based in the context). Default 0. */
+    int32_t pair_max;   /**< Largest key position p; −1 = `seq_len − 4` (the value right before
+                             the query), the largest that fits. Default −1. */
+    uint32_t unique_key;/**< 1: value and filler never equal the key. Default 0. */
+    uint32_t all_positions; /**< Training objective of induct_train_step() on this dataset:
+                             0 = the loss at the answer position only (the seed's objective;
+                             the answer is the only predictable token of a row); 1 = the mean
+                             loss over every position, as for any token stream. Default 0. */
+    uint64_t seed;      /**< Seed of the stream. Default 0. */
+} induct_kv_config;
+
+/** @brief Write the defaults into a KV config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_kv_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_kv_config_init(induct_kv_config *cfg, size_t size);
+
+/**
+ * @brief Create a key–value retrieval dataset (see ::induct_kv_config).
+ *
+ * induct_dataset_batch() writes rows as described there; its `meta_out[b]` is the
+ * value position `p + 1` of row b (the "answer position" of the seed's table C).
+ * Both splits are generated; they are different random streams.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0, empty or out-of-vocabulary
+ *         range, `unique_key` other than 0/1 or set with a range of one id,
+ *         `pair_max` below −1, `pair_max ≥ 0` below `pair_min`); ::INDUCT_EABI; ::INDUCT_ENOMEM.
+ *         Whether the pair range fits a sequence length is checked per call
+ *         (::INDUCT_ERANGE from induct_dataset_batch()).
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_kv(induct_dataset **out, const induct_kv_config *cfg);
+
+/** Column of induct_dataset_kv_info(): position whose prediction is scored (`seq_len − 2`). @since 0.1 */
+#define INDUCT_KV_ANSWER_POS 0
+/** Column of induct_dataset_kv_info(): the answer token (the value, `tokens[seq_len − 1]`). @since 0.1 */
+#define INDUCT_KV_ANSWER_TOKEN 1
+/** Column of induct_dataset_kv_info(): key position p. @since 0.1 */
+#define INDUCT_KV_KEY_POS 2
+/** Column of induct_dataset_kv_info(): value position p + 1. @since 0.1 */
+#define INDUCT_KV_VALUE_POS 3
+/** Number of columns of induct_dataset_kv_info(). @since 0.1 */
+#define INDUCT_KV_INFO_COLS 4
+
+/**
+ * @brief Per-sequence targets of batch `index` of a KV dataset,
+ * `[batch][INDUCT_KV_INFO_COLS]` int32: answer position, answer token, key
+ * position, value position (the `INDUCT_KV_*` column macros), for exactly the
+ * rows induct_dataset_batch() returns with the same arguments.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param split ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+ * @param index Batch number.
+ * @param batch Rows, ≥ 1.
+ * @param seq_len Row length including the answer token, ≥ 4.
+ * @param out Output or NULL (then `out_cap` must be 0) to ask for the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to `batch · 4` (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL dataset, not a KV dataset, batch 0,
+ *         unknown split); ::INDUCT_ERANGE (the pair range does not fit `seq_len`);
+ *         ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe: the dataset is only read.
+ */
+INDUCT_API int induct_dataset_kv_info(const induct_dataset *dataset, uint32_t split,
+                                      uint64_t index, uint32_t batch, uint32_t seq_len,
+                                      int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Bayes-optimal accuracy of the KV generator at the answer position (the
+ * task's ceiling), computed exactly.
+ *
+ * Given a row's context, every allowed key position j with `x[j] = x[C−1]` is
+ * equally likely to be the pair, so the best guess is the token that most often
+ * follows such a j. With R = `token_hi − token_lo` ids and m allowed positions,
+ * the ceiling is `(R / m) · E[M]`, where M is the largest number of allowed
+ * positions j with `x[j] = k` and `x[j+1] = v` (over v) for i.i.d. uniform tokens.
+ * E[M] is evaluated exactly by a dynamic programme over the positions and the
+ * exact distribution of the maximum occupancy of balls in R − 1 bins (derivation:
+ * docs/datasets.md). Terms whose total probability is below 1e−18 are dropped, so
+ * the value is exact to double rounding (absolute error < 1e−12). With
+ * `unique_key` the ceiling is exactly 1.
+ * Cost: O(m · c²  + R · c³) for c ≈ the largest likely number of key repeats.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param seq_len Row length including the answer token (25 for the seed).
+ * @param[out] ceiling_out Probability in (0, 1].
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset); ::INDUCT_ERANGE
+ *         (pair range does not fit `seq_len`); ::INDUCT_ELIMIT (a task so large that c
+ *         exceeds 4096 or the work ~4·10^10 operations); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_kv_ceiling(const induct_dataset *dataset, uint32_t seq_len,
+                                         double *ceiling_out);
+
+/**
+ * @brief KV accuracy: the fraction of the `n_seq` rows of batch 0 of the dataset's
+ * eval split whose argmax logit at the answer position (`seq_len − 2`) is the
+ * answer token (ties go to the lowest id). Seed 002, tables A and B.
+ * Evaluated in chunks, so memory does not grow with `n_seq`.
+ * @param model Any model with `d_vocab ≥` the dataset's and `n_ctx ≥ seq_len`.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param n_seq Number of rows, ≥ 1.
+ * @param seq_len Row length including the answer token.
+ * @param[out] accuracy_out In [0, 1].
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset, n_seq 0, vocabulary
+ *         larger than the model's); ::INDUCT_ERANGE; errors of induct_model_forward();
+ *         ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_accuracy(induct_model *model, const induct_dataset *dataset,
+                                           uint32_t n_seq, uint32_t seq_len,
+                                           double *accuracy_out);
+
+/**
+ * @brief Attention from the query (answer position `seq_len − 2`) to the value
+ * position `p + 1`, per head, `[n_layers][n_heads]`, averaged over the `n_seq` rows
+ * of batch 0 of the dataset's eval split. Seed 002, table C ("정답 자리를 본 비율");
+ * uniform attention scores `1 / (seq_len − 1)`. Range [0, 1].
+ * @param model,dataset,n_seq,seq_len As induct_analysis_kv_accuracy().
+ * @param out `[n_layers][n_heads]` floats.
+ * @param out_cap Capacity in floats.
+ * @param[out] out_len Set to `n_layers · n_heads` (may be NULL).
+ * @return as induct_analysis_kv_accuracy(); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_attention(induct_model *model, const induct_dataset *dataset,
+                                            uint32_t n_seq, uint32_t seq_len, float *out,
+                                            size_t out_cap, size_t *out_len);
+
+/** Byte-level text: the id of the optional BOS token (d_vocab becomes 257). @since 0.1 */
+#define INDUCT_TEXT_BOS 256
+/** Split rule: by position, in blocks spread over the stream. @since 0.1 */
+#define INDUCT_SPLIT_BY_POSITION 0u
+/** Split rule: by document (file). @since 0.1 */
+#define INDUCT_SPLIT_BY_DOCUMENT 1u
+
+/**
+ * @brief Byte-level text corpus and its train/validation split.
+ *
+ * Tokens are bytes (ids 0 … 255, `d_vocab` 256); any byte sequence is accepted
+ * (invalid UTF-8 is still bytes). A document (one file, or the caller's buffer)
+ * becomes `[BOS if bos] bytes [separator if separator ≥ 0]`; documents are
+ * concatenated in order (sorted path order for a directory). Empty documents
+ * contribute nothing.
+ *
+ * Split (deterministic, independent of the seed): the units are blocks of
+ * `block_tokens` consecutive tokens (::INDUCT_SPLIT_BY_POSITION; the last block
+ * may be shorter; `block_tokens = 0` makes the whole stream one unit, cut so that
+ * its last ⌊n · val_fraction⌋ tokens are held out) or documents
+ * (::INDUCT_SPLIT_BY_DOCUMENT). Unit i (0-based, of n units) is held out iff
+ * ⌊(i+1)·f⌋ > ⌊i·f⌋ with f = `val_fraction`: exactly ⌊n·f⌋ units, spread evenly
+ * over the whole corpus. Each split's stream is its units concatenated in order.
+ *
+ * Windows: the train split gives random windows of length T with starts uniform
+ * in `{0 … n_train − T − 1}` (a fresh draw per row from (seed, split, batch
+ * index)). The eval split gives a fixed set of E windows over the held-out stream,
+ * identical across runs and seeds: with S = n_val − T valid starts and
+ * N = `n_eval_windows`, E = min(N, S) windows start at ⌊i·S/E⌋ (i = 0 … E−1),
+ * evenly spread; with N = 0 they are all E = ⌊(n_val − 1)/T⌋ disjoint windows,
+ * starting at i·T. Row r of eval batch `index` is window `(index · batch + r) mod E`.
+ * induct_dataset_batch()'s `meta_out[b]` is the row's start within its split's stream
+ * (clamped to INT32_MAX); too short a split gives ::INDUCT_ERANGE.
+ * @since 0.1
+ */
+typedef struct induct_text_config {
+    size_t size;             /**< `sizeof(induct_text_config)`. */
+    uint32_t bos;            /**< 1: ::INDUCT_TEXT_BOS starts every document and d_vocab is 257. Default 0. */
+    int32_t separator;       /**< Byte 0 … 255 appended after every document, or −1 for none. Default −1. */
+    uint32_t split;          /**< ::INDUCT_SPLIT_BY_POSITION or ::INDUCT_SPLIT_BY_DOCUMENT. Default by position. */
+    uint32_t n_eval_windows; /**< Fixed evaluation windows; 0 = all disjoint windows. Default 1024. */
+    double val_fraction;     /**< Held-out fraction f in [0, 1). Default 0.1. */
+    uint64_t block_tokens;   /**< Unit of the position split; 0 = one cut at the end. Default 65536. */
+    uint64_t seed;           /**< Seed of the train windows. Default 0. */
+} induct_text_config;
+
+/** @brief Write the defaults into a text config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_text_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size);
+
+/**
+ * @brief Byte-level text dataset from a caller's buffer (one document; copied).
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param bytes `n` bytes, any values.
+ * @param n Number of bytes, ≥ 1.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, bad config: bos not 0/1,
+ *         separator outside −1 … 255, unknown split, val_fraction outside [0, 1) or
+ *         not finite, a document split, which needs two documents);
+ *         ::INDUCT_EABI; ::INDUCT_ELIMIT (size overflow); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, size_t n,
+                                       const induct_text_config *cfg);
+
+/**
+ * @brief Byte-level text dataset from a file, or from every regular file under a
+ * directory whose name ends with `suffix` (e.g. ".py"; NULL or "" = every file).
+ *
+ * A directory is walked recursively without following symbolic links (links are
+ * skipped); the files are read in byte-wise `strcmp` order of their paths relative
+ * to `path`, each one document. The corpus is read into memory (2 bytes a token).
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param path A regular file or a directory.
+ * @param suffix File-name suffix filter for directories, or NULL.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config, a document split with
+ *         fewer than 2 non-empty documents); ::INDUCT_EIO (cannot open, stat or read;
+ *         the path is named); ::INDUCT_EFORMAT (empty input: an empty file, or no
+ *         non-empty matching file; the path is named); ::INDUCT_ELIMIT; ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *path,
+                                            const char *suffix, const induct_text_config *cfg);
+
+/** Token-file format: raw little-endian uint16 array (nanoGPT's `train.bin`). @since 0.1 */
+#define INDUCT_TOKFILE_U16 0u
+/** Token-file format: raw little-endian uint32 array. @since 0.1 */
+#define INDUCT_TOKFILE_U32 1u
+/** Token-file format: llm.c's — a header of 256 little-endian int32 (magic 20240520,
+ *  version 1, token count, the rest 0), then `count` little-endian uint16. @since 0.1 */
+#define INDUCT_TOKFILE_LLMC 2u
+/** llm.c token-file magic number. @since 0.1 */
+#define INDUCT_LLMC_MAGIC 20240520
+/** llm.c token-file version this library reads and writes. @since 0.1 */
+#define INDUCT_LLMC_VERSION 1
+
+/**
+ * @brief Token-file dataset configuration. Windows and splits follow
+ * ::induct_text_config (position split only: a token file has no documents).
+ * @since 0.1
+ */
+typedef struct induct_token_file_config {
+    size_t size;             /**< `sizeof(induct_token_file_config)`. */
+    uint32_t format;         /**< `INDUCT_TOKFILE_*`. Default ::INDUCT_TOKFILE_U16. */
+    uint32_t d_vocab;        /**< Every id must be below it; 0 = (largest id in the files) + 1. Default 0. */
+    uint32_t n_eval_windows; /**< As ::induct_text_config. Default 1024. */
+    double val_fraction;     /**< As ::induct_text_config; ignored when a validation file is given. Default 0.1. */
+    uint64_t block_tokens;   /**< As ::induct_text_config. Default 65536. */
+    uint64_t resident_limit; /**< Bytes of the mapping read after which its pages are
+                                  released (madvise MADV_DONTNEED), bounding resident memory;
+                                  0 = never release. Default 64 MiB. */
+    uint64_t seed;           /**< Seed of the train windows. Default 0. */
+} induct_token_file_config;
+
+/** @brief Write the defaults into a token-file config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_token_file_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size_t size);
+
+/**
+ * @brief Dataset over memory-mapped token files (read-only, not copied).
+ *
+ * Every file is validated when opened: the size fits the format (a whole number of
+ * tokens; for llm.c at least the 1024-byte header, the magic and version, and a size
+ * of exactly 1024 + 2·count bytes), at least one token, and every id below d_vocab.
+ * The validation pass and every window read release the mapping's pages whenever
+ * `resident_limit` bytes have been read since the last release, so resident memory
+ * stays bounded however long the run. The files must not be changed or truncated
+ * while the dataset lives.
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param path The training tokens (or all tokens, split by position).
+ * @param val_path A separate validation file (nanoGPT's `val.bin`), or NULL to
+ *        hold out part of `path` by ::induct_token_file_config::val_fraction.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config); ::INDUCT_EIO (cannot open,
+ *         stat or map); ::INDUCT_EFORMAT (truncated file, size not consistent with the
+ *         header or the dtype, wrong magic, unsupported version, zero tokens);
+ *         ::INDUCT_ERANGE (an id ≥ d_vocab, or a uint32 id above INT32_MAX); every
+ *         message names the file and the problem; ::INDUCT_ENOMEM.
+ * @since 0.1 The handle is thread-safe like every dataset.
+ */
+INDUCT_API int induct_dataset_new_token_file(induct_dataset **out, const char *path,
+                                             const char *val_path,
+                                             const induct_token_file_config *cfg);
+
+/**
+ * @brief Read a whole token file (validated as by induct_dataset_new_token_file())
+ * into int32 ids.
+ * @param path The file.
+ * @param format `INDUCT_TOKFILE_*`.
+ * @param d_vocab Every id must be below it; 0 = no bound (other than INT32_MAX).
+ * @param out `[n_tokens]` or NULL (then `out_cap` must be 0) to ask for the count.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to the token count (may be NULL).
+ * @return as induct_dataset_new_token_file(); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_token_file_read(const char *path, uint32_t format, uint32_t d_vocab,
+                                      int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Write `n` token ids to `path` atomically (a temporary file in the same
+ * directory, flushed and fsync'ed, then renamed over `path`).
+ * @param path Destination; replaced only on success.
+ * @param format `INDUCT_TOKFILE_*`.
+ * @param tokens `n` ids; each must fit the format (0 … 65535 for U16 and LLMC,
+ *        0 … INT32_MAX for U32).
+ * @param n Number of tokens, ≥ 1 (≤ INT32_MAX for LLMC, whose header holds an int32 count).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, unknown format); ::INDUCT_ERANGE
+ *         (an id that does not fit; its index is named; nothing is written);
+ *         ::INDUCT_ELIMIT (n too large for the format); ::INDUCT_EIO.
+ * @since 0.1 Thread-safe (different paths).
+ */
+INDUCT_API int induct_token_file_write(const char *path, uint32_t format, const int32_t *tokens,
+                                       size_t n);
+
+/**
+ * @brief Number of tokens in a split's stream (text, token-file and token-array datasets).
+ * @param dataset The dataset.
+ * @param split ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+ * @param[out] n_out Token count (0 for an empty held-out part). For
+ *        induct_dataset_new_tokens() both splits are the whole array.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown split, a generator dataset).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_split_tokens(const induct_dataset *dataset, uint32_t split,
+                                           uint64_t *n_out);
+
+/**
+ * @brief Number of distinct windows of length `seq_len` a split yields:
+ * for ::INDUCT_SPLIT_TRAIN the number of valid random starts `n − T` (0 if n ≤ T),
+ * for ::INDUCT_SPLIT_EVAL the size E of the fixed evaluation set (see
+ * ::induct_text_config). Text and token-file datasets.
+ * @param dataset The dataset.
+ * @param split The split.
+ * @param seq_len Window length T ≥ 2.
+ * @param[out] n_out The count.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown split, T < 2, other kinds).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_window_count(const induct_dataset *dataset, uint32_t split,
+                                           uint32_t seq_len, uint64_t *n_out);
+/** @} */
 
 /* ---- analysis suite (issue 4) ------------------------------------------ */
 /** @defgroup analysis_suite Analysis suite
@@ -1450,28 +1827,30 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  `eval_loss`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS 0x001u
 /** Metric: in-context learning score, loss of the 500th minus the 50th token
- *  (ICL paper, "Key Concepts"; nats). JSON key `icl_score`. Not available yet:
- *  requesting it returns ::INDUCT_ENOTSUP. @since 0.1 */
+ *  (ICL paper, "Key Concepts"; nats), induct_analysis_icl_score() on the evaluation
+ *  set; needs seq_len ≥ 501 (else ::INDUCT_ERANGE before any step). JSON key
+ *  `icl_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_ICL_SCORE 0x002u
 /** Metric: loss by position, `mean_b L_b[p]` for p = 0 … seq_len−2 (nats). JSON key
- *  `loss_by_position`, a list. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  `loss_by_position`, a list (induct_analysis_loss_by_position()). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS_BY_POSITION 0x004u
 /** Metric: prefix-matching score per head (ICL paper, Appendix), `[n_layers][n_heads]`.
- *  JSON key `prefix_matching_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  induct_analysis_prefix_matching() on the default probe. JSON key
+ *  `prefix_matching_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREFIX_MATCHING 0x008u
 /** Metric: previous-token score per head, induct_analysis_previous_token_score() on
  *  the evaluation set, `[n_layers][n_heads]`, in [0, 1]. JSON key
  *  `previous_token_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN 0x010u
 /** Metric: copying score per head (ICL paper, Appendix), `[n_layers][n_heads]`. JSON
- *  key `copying_score`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  key `copying_score` (induct_analysis_copying() on the default probe). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_COPYING 0x020u
 /** Metric: accuracy of the answer token on the key–value retrieval task (fraction).
- *  JSON key `kv_accuracy`. Not available yet (::INDUCT_ENOTSUP). @since 0.1 */
+ *  JSON key `kv_accuracy` (induct_analysis_kv_accuracy()); KV datasets only. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_KV_ACCURACY 0x040u
 /** Metric: attention on the answer position per head on the key–value task,
- *  `[n_layers][n_heads]`. JSON key `kv_attention_on_answer`. Not available yet
- *  (::INDUCT_ENOTSUP). @since 0.1 */
+ *  `[n_layers][n_heads]` (induct_analysis_kv_attention()). JSON key
+ *  `kv_attention_on_answer`; KV datasets only. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_KV_ATTENTION 0x080u
 /** Metric: seed 003's induction score per head, induct_analysis_induction_score() on
  *  the evaluation set (needs a repeated-random-token dataset without BOS),
@@ -1606,8 +1985,8 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  * (a start-of-run evaluation at step 0 still happens when steps is 0).
  *
  * Every metric bit is checked before the first step, whether or not an evaluation
- * is scheduled: a metric not implemented yet returns ::INDUCT_ENOTSUP naming it; one
- * the dataset cannot provide returns ::INDUCT_EINVAL. Files are not touched when the
+ * is scheduled: one the dataset or the context length cannot provide returns
+ * ::INDUCT_EINVAL or ::INDUCT_ERANGE naming it. Files are not touched when the
  * arguments are refused.
  *
  * @param opt The optimizer; its model is trained.
@@ -1620,8 +1999,8 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  *         unknown metric bits, a target without loss evaluation, a dataset vocabulary
  *         above the model's, a metric the dataset cannot provide, an eval split that
  *         cannot hold the evaluation set); ::INDUCT_ERANGE (seq_len > n_ctx, a dataset
- *         that cannot produce sequences of seq_len); ::INDUCT_ENOTSUP (metric not
- *         available); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
+ *         that cannot produce sequences of seq_len, a context too short for the ICL
+ *         score); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
  *         file); ::INDUCT_ENUMERIC (non-finite loss or gradient; the failed step left
  *         the weights unchanged); ::INDUCT_ENOMEM.
  * @since 0.1 Uses the model: one thread per model, except induct_model_interrupt().
