@@ -13,7 +13,8 @@ from ._errors import (ABIMismatch, BufferTooSmall, FormatError, InductError, Int
 from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassification,
                        LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
                        phase_window)
-from .core import Dataset, Model, Optimizer, read_metrics
+from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
+                   read_tokens, write_tokens)
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -58,7 +59,8 @@ def __getattr__(name):  # `induct.plot` without importing matplotlib up front
     raise AttributeError(f"module 'induct' has no attribute {name!r}")
 
 
-__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "InductError", "InvalidArgument",
+__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "read_tokens", "write_tokens",
+           "TEXT_BOS", "KV_INFO_COLUMNS", "InductError", "InvalidArgument",
            "OutOfRange", "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch",
            "StateError", "Interrupted", "NotSupported", "NumericError", "OutOfMemory",
            "LimitExceeded", "status_name", "__version__", "library_path", "Shaped",

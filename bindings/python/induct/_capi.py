@@ -21,6 +21,7 @@ c_float_p = POINTER(c_float)
 c_size_t_p = POINTER(c_size_t)
 c_double_p = POINTER(c_double)
 c_uint32_p = POINTER(c_uint32)
+c_uint64_p = POINTER(c_uint64)
 
 
 class _Sized(ctypes.Structure):
@@ -136,11 +137,41 @@ class ClassifyConfig(_Sized):
     ]
 
 
+# ---- datasets (issue 3) ----
+class KVConfig(_Sized):
+    _init_fn = "induct_kv_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("d_vocab", c_uint32), ("token_lo", c_uint32),
+        ("token_hi", c_uint32), ("pair_min", c_uint32), ("pair_max", c_int32),
+        ("unique_key", c_uint32), ("all_positions", c_uint32), ("seed", c_uint64),
+    ]
+
+
+class TextConfig(_Sized):
+    _init_fn = "induct_text_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("bos", c_uint32), ("separator", c_int32), ("split", c_uint32),
+        ("n_eval_windows", c_uint32), ("val_fraction", c_double),
+        ("block_tokens", c_uint64), ("seed", c_uint64),
+    ]
+
+
+class TokenFileConfig(_Sized):
+    _init_fn = "induct_token_file_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("format", c_uint32), ("d_vocab", c_uint32),
+        ("n_eval_windows", c_uint32), ("val_fraction", c_double),
+        ("block_tokens", c_uint64), ("resident_limit", c_uint64), ("seed", c_uint64),
+    ]
+
+
 #: Every struct mirrored here, for the layout test against the C headers.
 STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_train_config": TrainConfig, "induct_progress": Progress,
            "induct_eval_config": EvalConfig, "induct_probe_config": ProbeConfig,
-           "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig}
+           "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
+           "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
+           "induct_token_file_config": TokenFileConfig}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)
@@ -236,6 +267,26 @@ FUNCTIONS = [
     ("induct_analysis_classify_heads", [c_float_p, c_float_p, c_float_p, c_float_p, c_size_t,
                                         POINTER(ClassifyConfig), c_uint32_p, c_size_t,
                                         c_size_t_p], c_int),
+    # ---- datasets (issue 3) ----
+    ("induct_kv_config_init", [POINTER(KVConfig), c_size_t], c_int),
+    ("induct_dataset_new_kv", [PP, POINTER(KVConfig)], c_int),
+    ("induct_dataset_kv_info", [P, c_uint32, c_uint64, c_uint32, c_uint32, c_int32_p, c_size_t,
+                                c_size_t_p], c_int),
+    ("induct_dataset_kv_ceiling", [P, c_uint32, c_double_p], c_int),
+    ("induct_analysis_kv_accuracy", [P, P, c_uint32, c_uint32, c_double_p], c_int),
+    ("induct_analysis_kv_attention", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
+                                      c_size_t_p], c_int),
+    ("induct_text_config_init", [POINTER(TextConfig), c_size_t], c_int),
+    ("induct_dataset_new_text", [PP, c_char_p, c_size_t, POINTER(TextConfig)], c_int),
+    ("induct_dataset_new_text_path", [PP, c_char_p, c_char_p, POINTER(TextConfig)], c_int),
+    ("induct_token_file_config_init", [POINTER(TokenFileConfig), c_size_t], c_int),
+    ("induct_dataset_new_token_file", [PP, c_char_p, c_char_p, POINTER(TokenFileConfig)],
+     c_int),
+    ("induct_token_file_read", [c_char_p, c_uint32, c_uint32, c_int32_p, c_size_t, c_size_t_p],
+     c_int),
+    ("induct_token_file_write", [c_char_p, c_uint32, c_int32_p, c_size_t], c_int),
+    ("induct_dataset_split_tokens", [P, c_uint32, c_uint64_p], c_int),
+    ("induct_dataset_window_count", [P, c_uint32, c_uint32, c_uint64_p], c_int),
 ]
 
 
@@ -271,7 +322,7 @@ class Out:
     read `.value` afterwards. Kinds: handle, double, size, uint32, char_p."""
 
     _TYPES = {"handle": c_void_p, "double": c_double, "size": c_size_t, "uint32": c_uint32,
-              "char_p": c_char_p}
+              "uint64": c_uint64, "char_p": c_char_p}
 
     def __init__(self, kind):
         self._c = self._TYPES[kind]()

@@ -325,6 +325,20 @@ class ModelAnalysis:
         call("induct_analysis_composition_baseline", self, n_samples, seed, out)
         return out.value
 
+    # ---- key-value retrieval (seed 002) ----
+    def kv_accuracy(self, dataset, n_seq=256, seq_len=25):
+        """Fraction of the n_seq rows of batch 0 of a KV dataset's eval split whose argmax
+        logit at the answer position is the answer token (compare Dataset.kv_ceiling)."""
+        out = Out("double")
+        call("induct_analysis_kv_accuracy", self, dataset, n_seq, seq_len, out)
+        return out.value
+
+    def kv_attention(self, dataset, n_seq=256, seq_len=25):
+        """Attention from the query (answer position) to the value position per head,
+        [n_layers, n_heads] in [0, 1], on a KV dataset's eval rows (uniform attention
+        scores 1 / (seq_len - 1))."""
+        return self._head_table("induct_analysis_kv_attention", dataset, n_seq, seq_len)
+
     # ---- classification ----
     def classify_heads(self, dataset, n_seq=64, seq_len=0, probe=None, use_copying=True,
                        thresholds=None):

@@ -6,8 +6,9 @@ import json
 import os
 
 from . import _arrays
-from ._capi import ModelConfig, Out, RRTConfig, TrainConfig, call, new_struct, \
-    progress_callback, value
+from ._capi import KVConfig, ModelConfig, Out, RRTConfig, TextConfig, TokenFileConfig, \
+    TrainConfig, call, new_struct, progress_callback, value
+from ._errors import BufferTooSmall
 from .analysis import ModelAnalysis
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
@@ -18,6 +19,15 @@ METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
           "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
           "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
 EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
+#: Token-file formats (INDUCT_TOKFILE_*): raw little-endian uint16 (nanoGPT's train.bin),
+#: raw uint32, and llm.c's headered uint16 format.
+TOKFILE = {"u16": 0, "u32": 1, "llmc": 2}
+#: Split rules of text datasets (INDUCT_SPLIT_BY_*).
+TEXT_SPLIT = {"position": 0, "document": 1}
+#: Byte-level text: the id of the optional BOS token (d_vocab becomes 257).
+TEXT_BOS = 256
+#: Columns of Dataset.kv_info().
+KV_INFO_COLUMNS = ("answer_pos", "answer_token", "key_pos", "value_pos")
 OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
              "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
              "momentum": 11, "step": 12}
@@ -224,9 +234,85 @@ class Dataset(_Handle):
         call("induct_dataset_new_tokens", out, toks, B * T, d_vocab, seed)
         return cls(out.value)
 
+    @classmethod
+    def kv(cls, **config):
+        """Key-value retrieval (seed 002): each row is a context whose last token repeats
+        the key at a random position p, followed by the value that came after it there;
+        keywords are induct_kv_config fields (d_vocab, token_lo, token_hi, pair_min,
+        pair_max (-1 = as late as fits), unique_key, all_positions, seed).
+        Dataset.batch()'s meta is the value position p + 1. See docs/datasets.md."""
+        cfg = KVConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_kv", out, cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text(cls, data, **config):
+        """Byte-level text (tokens = bytes, d_vocab 256, or 257 with bos=1) from `data`
+        (bytes, or str encoded as UTF-8), one document, copied. Keywords are
+        induct_text_config fields: bos, separator (-1 none), split ('position' or
+        'document'), n_eval_windows, val_fraction, block_tokens, seed."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        data = bytes(data)
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text", out, data, len(data), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text_path(cls, path, suffix=None, **config):
+        """Byte-level text from a file, or from every file under a directory whose name
+        ends with `suffix` (each file one document, sorted by path); keywords as text()."""
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text_path", out, os.fsencode(path),
+             None if suffix is None else suffix.encode("utf-8"), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def token_file(cls, path, val_path=None, **config):
+        """Memory-mapped token file(s), validated when opened; keywords are
+        induct_token_file_config fields: format ('u16', 'u32', 'llmc'), d_vocab (0 =
+        largest id + 1), n_eval_windows, val_fraction (ignored with val_path),
+        block_tokens, resident_limit, seed. The files must not change while in use."""
+        cfg = TokenFileConfig.from_kwargs(config, {"format": TOKFILE})
+        out = Out("handle")
+        call("induct_dataset_new_token_file", out, os.fsencode(path),
+             None if val_path is None else os.fsencode(val_path), cfg)
+        return cls(out.value)
+
     @property
     def d_vocab(self):
         return value("induct_dataset_d_vocab", self)
+
+    def kv_info(self, index, batch, seq_len, split="train"):
+        """Targets of batch `index` of a KV dataset, int32 [batch, 4]: answer position,
+        answer token, key position, value position (KV_INFO_COLUMNS), for exactly the
+        rows batch() returns with the same arguments."""
+        buf = _arrays.buffer(batch * 4, "i")
+        call("induct_dataset_kv_info", self, SPLIT[split], index, batch, seq_len, buf,
+             batch * 4, Out("size"))
+        return _arrays.shaped(buf, (batch, 4))
+
+    def kv_ceiling(self, seq_len):
+        """Bayes-optimal answer accuracy of a KV dataset (the task's ceiling), exact."""
+        v = Out("double")
+        call("induct_dataset_kv_ceiling", self, seq_len, v)
+        return v.value
+
+    def split_tokens(self, split="train"):
+        """Tokens in a split's stream (text, token-file and token-array datasets)."""
+        v = Out("uint64")
+        call("induct_dataset_split_tokens", self, SPLIT[split], v)
+        return v.value
+
+    def window_count(self, seq_len, split="train"):
+        """Distinct windows of seq_len tokens of a split: valid random starts (train) or
+        the size of the fixed evaluation set (eval)."""
+        v = Out("uint64")
+        call("induct_dataset_window_count", self, SPLIT[split], seq_len, v)
+        return v.value
 
     def batch(self, index, batch, seq_len, split="train"):
         """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
@@ -368,6 +454,29 @@ class Optimizer(_Handle):
             toks, B, T = _arrays.tokens_in(data)
             call("induct_train_step_tokens", self, toks, B, T, loss)
         return loss.value
+
+
+def read_tokens(path, format="u16", d_vocab=0):
+    """A whole token file as int32 ids [n] (validated; d_vocab 0 = no bound)."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    n = Out("size")
+    try:  # NULL buffer: the library reports the count
+        call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, None, 0, n)
+    except BufferTooSmall:
+        pass
+    buf = _arrays.buffer(n.value, "i")
+    call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, buf, n.value,
+         Out("size"))
+    return _arrays.shaped(buf, (n.value,))
+
+
+def write_tokens(path, tokens, format="u16"):
+    """Write token ids to `path` atomically in `format` ('u16', 'u32', 'llmc')."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    buf, _ = _arrays.flat(tokens, "i")
+    call("induct_token_file_write", os.fsencode(path), TOKFILE[format], buf, len(buf))
 
 
 def read_metrics(path):

@@ -66,6 +66,21 @@ int main(void) {
     F(size); F(previous_token); F(induction); F(duplicate); F(copying);
 #undef S
     /* datasets (issue 3) */
+#define S induct_kv_config
+    BEGIN();
+    F(size); F(d_vocab); F(token_lo); F(token_hi); F(pair_min); F(pair_max); F(unique_key);
+    F(all_positions); F(seed);
+#undef S
+#define S induct_text_config
+    BEGIN();
+    F(size); F(bos); F(separator); F(split); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(seed);
+#undef S
+#define S induct_token_file_config
+    BEGIN();
+    F(size); F(format); F(d_vocab); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(resident_limit); F(seed);
+#undef S
     printf("}}}\n");
     return 0;
 }
