@@ -21,7 +21,9 @@ static void put_i(const char *name, const int32_t *v, size_t n) {
     for (size_t i = 0; i < n; i++) printf(" %d", v[i]);
     printf("\n");
 }
-static void put_u64(const char *name, uint64_t v) { printf("%s %llu\n", name, (unsigned long long)v); }
+static void put_u64(const char *name, uint64_t v) {
+    printf("%s %llu\n", name, (unsigned long long)v);
+}
 static void put_d(const char *name, double v) { printf("%s %a\n", name, v); }
 
 int main(int argc, char **argv) {
@@ -49,7 +51,8 @@ int main(int argc, char **argv) {
     put_d("kv.ceiling", v);
     induct_model_config mc;
     induct_model_config_init(&mc, sizeof mc);
-    mc.n_layers = 2; mc.d_model = 32; mc.n_heads = 2; mc.n_ctx = 25; mc.d_vocab = 64; mc.seed = 4;
+    mc.n_layers = 2; mc.d_model = 32; mc.n_heads = 2; mc.n_ctx = 25; mc.d_vocab = 64;
+    mc.seed = 4;
     induct_model *m;
     CHECK(induct_model_new(&m, &mc));
     induct_optimizer *o;
