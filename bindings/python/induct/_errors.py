@@ -72,5 +72,8 @@ BY_STATUS = {cls.status: cls for cls in (
 
 def from_status(status, message, name, function):
     cls = BY_STATUS.get(status, InductError)
-    return cls(f"{function}: {message}" if message else f"{function}: {name}",
-               status=status, name=name, function=function)
+    if not message:
+        message = name
+    if not message.startswith(function + ":"):  # many messages name the function already
+        message = f"{function}: {message}"
+    return cls(message, status=status, name=name, function=function)

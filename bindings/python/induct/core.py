@@ -1,11 +1,15 @@
-"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset."""
-import ctypes
+"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset.
 
-from . import _arrays
+No ctypes here: every C call goes through _capi.call()/value() with buffers from
+_arrays and Out() scalars."""
 import json
 import os
 
-from ._capi import PROGRESS_FN, ModelConfig, RRTConfig, TrainConfig, call, lib
+from . import _arrays
+from ._capi import KVConfig, ModelConfig, Out, RRTConfig, TextConfig, TokenFileConfig, \
+    TrainConfig, call, new_struct, progress_callback, value
+from ._errors import BufferTooSmall
+from .analysis import ModelAnalysis
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -15,6 +19,15 @@ METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
           "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
           "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
 EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
+#: Token-file formats (INDUCT_TOKFILE_*): raw little-endian uint16 (nanoGPT's train.bin),
+#: raw uint32, and llm.c's headered uint16 format.
+TOKFILE = {"u16": 0, "u32": 1, "llmc": 2}
+#: Split rules of text datasets (INDUCT_SPLIT_BY_*).
+TEXT_SPLIT = {"position": 0, "document": 1}
+#: Byte-level text: the id of the optional BOS token (d_vocab becomes 257).
+TEXT_BOS = 256
+#: Columns of Dataset.kv_info().
+KV_INFO_COLUMNS = ("answer_pos", "answer_token", "key_pos", "value_pos")
 OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
              "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
              "momentum": 11, "step": 12}
@@ -42,7 +55,7 @@ class _Handle:
     def close(self):
         ptr, self._ptr = self._ptr, None
         if ptr:
-            getattr(lib, self._free)(ptr)
+            value(self._free, ptr)
 
     def __enter__(self):
         return self
@@ -57,21 +70,9 @@ class _Handle:
             pass
 
 
-def _fill(struct, kwargs, enums=None):
-    enums = enums or {}
-    names = {n for n, _ in struct._fields_} - {"size"}
-    for k, v in kwargs.items():
-        if k not in names:
-            raise TypeError(f"unknown {type(struct).__name__} field '{k}'")
-        if k in enums and isinstance(v, str):
-            if v not in enums[k]:
-                raise ValueError(f"{k} must be one of {sorted(enums[k])}")
-            v = enums[k][v]
-        setattr(struct, k, int(v) if not isinstance(v, float) else v)
-    return struct
 
 
-class Model(_Handle):
+class Model(_Handle, ModelAnalysis):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
@@ -80,11 +81,11 @@ class Model(_Handle):
     _free = "induct_model_free"
 
     def __init__(self, **config):
-        cfg = _fill(ModelConfig.defaults(), config, {"positional": POS, "init": INIT})
+        cfg = ModelConfig.from_kwargs(config, {"positional": POS, "init": INIT})
         if "layer_norm" in config or "smeared_keys" in config:
             cfg.layer_norm, cfg.smeared_keys = int(cfg.layer_norm), int(cfg.smeared_keys)
-        out = ctypes.c_void_p()
-        call("induct_model_new", ctypes.byref(out), ctypes.byref(cfg))
+        out = Out("handle")
+        call("induct_model_new", out, cfg)
         super().__init__(out.value)
 
     @classmethod
@@ -95,14 +96,13 @@ class Model(_Handle):
 
     @property
     def config(self):
-        cfg = ModelConfig()
-        cfg.size = ctypes.sizeof(cfg)
-        call("induct_model_get_config", self, ctypes.byref(cfg))
+        cfg = new_struct(ModelConfig)
+        call("induct_model_get_config", self, cfg)
         return cfg.as_dict()
 
     def clone(self):
-        out = ctypes.c_void_p()
-        call("induct_model_clone", ctypes.byref(out), self)
+        out = Out("handle")
+        call("induct_model_clone", out, self)
         return Model._wrap(out.value)
 
     def save(self, path):
@@ -112,8 +112,8 @@ class Model(_Handle):
     @classmethod
     def load(cls, path):
         """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
-        out = ctypes.c_void_p()
-        call("induct_model_load", ctypes.byref(out), os.fsencode(path))
+        out = Out("handle")
+        call("induct_model_load", out, os.fsencode(path))
         return cls._wrap(out.value)
 
     def set_threads(self, n):
@@ -121,12 +121,12 @@ class Model(_Handle):
 
     @property
     def n_params(self):
-        return lib.induct_model_n_params(self)
+        return value("induct_model_n_params", self)
 
     @property
     def memory_used(self):
         """Bytes this model holds (parameters, gradients, workspace, optimizer moments)."""
-        return lib.induct_model_memory_used(self)
+        return value("induct_model_memory_used", self)
 
     def set_max_bytes(self, max_bytes):
         """Cap the model's memory (0 = no cap); InductError (ELIMIT) if it holds more."""
@@ -134,19 +134,16 @@ class Model(_Handle):
 
     def tensor_names(self):
         """Parameter names in storage order (TransformerLens names)."""
-        return [self.tensor_info(i)[0] for i in range(lib.induct_model_n_tensors(self))]
+        return [self.tensor_info(i)[0] for i in range(value("induct_model_n_tensors", self))]
 
     def tensor_info(self, index):
-        name = ctypes.c_char_p()
-        shape = (ctypes.c_uint32 * 4)()
-        ndim = ctypes.c_uint32()
-        numel = ctypes.c_size_t()
-        call("induct_model_tensor_info", self, index, ctypes.byref(name), shape,
-             ctypes.byref(ndim), ctypes.byref(numel))
-        return name.value.decode(), tuple(shape[: ndim.value])
+        name, ndim, numel = Out("char_p"), Out("uint32"), Out("size")
+        shape = _arrays.buffer(4, "I")
+        call("induct_model_tensor_info", self, index, name, shape, ndim, numel)
+        return name.value.decode(), tuple(int(d) for d in shape[: ndim.value])
 
     def _shape_of(self, name):
-        for i in range(lib.induct_model_n_tensors(self)):
+        for i in range(value("induct_model_n_tensors", self)):
             n, shape = self.tensor_info(i)
             if n == name:
                 return shape
@@ -158,15 +155,13 @@ class Model(_Handle):
         n = 1
         for d in shape or (0,):
             n *= d
-        buf, ptr = _arrays.float_buffer(max(n, 1))
-        out_len = ctypes.c_size_t()
-        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, ptr, n,
-             ctypes.byref(out_len))
+        buf = _arrays.buffer(max(n, 1))
+        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, buf, n, Out("size"))
         return _arrays.shaped(buf, shape)
 
     def set(self, name, values):
-        keep, ptr, n = _arrays.floats_in(values)
-        call("induct_model_set_tensor", self, name.encode(), ptr, n)
+        buf, n = _arrays.floats_in(values)
+        call("induct_model_set_tensor", self, name.encode(), buf, n)
 
     def weights(self, torch=False):
         """Every weight as a dict of TL-named arrays (PyTorch tensors with torch=True)."""
@@ -178,45 +173,43 @@ class Model(_Handle):
 
     def forward(self, tokens, logits=True):
         """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        toks, B, T = _arrays.tokens_in(tokens)
         V = self.config["d_vocab"]
-        lg, lg_ptr = _arrays.float_buffer(B * T * V) if logits else (None, None)
-        ls, ls_ptr = _arrays.float_buffer(B * (T - 1) if T > 1 else 1)
-        mean = ctypes.c_double()
-        call("induct_model_forward", self, ptr, B, T, lg_ptr, B * T * V if logits else 0,
-             ls_ptr, B * (T - 1) if T > 1 else 0, ctypes.byref(mean))
+        lg = _arrays.buffer(B * T * V) if logits else None
+        ls = _arrays.buffer(B * (T - 1) if T > 1 else 1)
+        mean = Out("double")
+        call("induct_model_forward", self, toks, B, T, lg, B * T * V if logits else 0,
+             ls, B * (T - 1) if T > 1 else 0, mean)
         return (_arrays.shaped(lg, (B, T, V)) if logits else None,
                 _arrays.shaped(ls, (B, T - 1)), mean.value)
 
     def backward(self, tokens):
         """Forward + backward on tokens; gradients are read with get(name, grad=True)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
-        mean = ctypes.c_double()
-        call("induct_model_backward", self, ptr, B, T, ctypes.byref(mean))
+        toks, B, T = _arrays.tokens_in(tokens)
+        mean = Out("double")
+        call("induct_model_backward", self, toks, B, T, mean)
         return mean.value
 
     def attention(self, tokens):
         """Attention patterns [n_layers, n_heads, T, T] of one sequence."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
+        toks, B, T = _arrays.tokens_in(tokens)
         if B != 1:
             raise ValueError("attention() takes one sequence")
         c = self.config
         n = c["n_layers"] * c["n_heads"] * T * T
-        buf, bptr = _arrays.float_buffer(n)
-        out_len = ctypes.c_size_t()
-        call("induct_model_attention", self, ptr, T, bptr, n, ctypes.byref(out_len))
+        buf = _arrays.buffer(n)
+        call("induct_model_attention", self, toks, T, buf, n, Out("size"))
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"], T, T))
 
     def interrupt(self):
         """Stop a long call on this model from any thread."""
-        lib.induct_model_interrupt(self)
+        value("induct_model_interrupt", self)
 
     def _head_scores(self, fn, dataset, n_seq, seq_len):
         c = self.config
         n = c["n_layers"] * c["n_heads"]
-        buf, ptr = _arrays.float_buffer(n)
-        out_len = ctypes.c_size_t()
-        call(fn, self, dataset, n_seq, seq_len, ptr, n, ctypes.byref(out_len))
+        buf = _arrays.buffer(n)
+        call(fn, self, dataset, n_seq, seq_len, buf, n, Out("size"))
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
 
     def induction_score(self, dataset, n_seq=256, seq_len=64):
@@ -237,29 +230,105 @@ class Dataset(_Handle):
     @classmethod
     def rrt(cls, **config):
         """Repeated random tokens; keywords are induct_rrt_config fields."""
-        cfg = _fill(RRTConfig.defaults(), config)
-        out = ctypes.c_void_p()
-        call("induct_dataset_new_rrt", ctypes.byref(out), ctypes.byref(cfg))
+        cfg = RRTConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_rrt", out, cfg)
         return cls(out.value)
 
     @classmethod
     def tokens(cls, tokens, d_vocab, seed=0):
         """Random windows over a token array (copied)."""
-        keep, ptr, B, T = _arrays.tokens_in(tokens)
-        out = ctypes.c_void_p()
-        call("induct_dataset_new_tokens", ctypes.byref(out), ptr, B * T, d_vocab, seed)
+        toks, B, T = _arrays.tokens_in(tokens)
+        out = Out("handle")
+        call("induct_dataset_new_tokens", out, toks, B * T, d_vocab, seed)
+        return cls(out.value)
+
+    @classmethod
+    def kv(cls, **config):
+        """Key-value retrieval (seed 002): each row is a context whose last token repeats
+        the key at a random position p, followed by the value that came after it there;
+        keywords are induct_kv_config fields (d_vocab, token_lo, token_hi, pair_min,
+        pair_max (-1 = as late as fits), unique_key, all_positions, seed).
+        Dataset.batch()'s meta is the value position p + 1. See docs/datasets.md."""
+        cfg = KVConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_kv", out, cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text(cls, data, **config):
+        """Byte-level text (tokens = bytes, d_vocab 256, or 257 with bos=1) from `data`
+        (bytes, or str encoded as UTF-8), one document, copied. Keywords are
+        induct_text_config fields: bos, separator (-1 none), split ('position' or
+        'document'), n_eval_windows, val_fraction, block_tokens, seed."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        data = bytes(data)
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text", out, data, len(data), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text_path(cls, path, suffix=None, **config):
+        """Byte-level text from a file, or from every file under a directory whose name
+        ends with `suffix` (each file one document, sorted by path); keywords as text()."""
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text_path", out, os.fsencode(path),
+             None if suffix is None else suffix.encode("utf-8"), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def token_file(cls, path, val_path=None, **config):
+        """Memory-mapped token file(s), validated when opened; keywords are
+        induct_token_file_config fields: format ('u16', 'u32', 'llmc'), d_vocab (0 =
+        largest id + 1), n_eval_windows, val_fraction (ignored with val_path),
+        block_tokens, resident_limit, seed. The files must not change while in use."""
+        cfg = TokenFileConfig.from_kwargs(config, {"format": TOKFILE})
+        out = Out("handle")
+        call("induct_dataset_new_token_file", out, os.fsencode(path),
+             None if val_path is None else os.fsencode(val_path), cfg)
         return cls(out.value)
 
     @property
     def d_vocab(self):
-        return lib.induct_dataset_d_vocab(self)
+        return value("induct_dataset_d_vocab", self)
+
+    def kv_info(self, index, batch, seq_len, split="train"):
+        """Targets of batch `index` of a KV dataset, int32 [batch, 4]: answer position,
+        answer token, key position, value position (KV_INFO_COLUMNS), for exactly the
+        rows batch() returns with the same arguments."""
+        buf = _arrays.buffer(batch * 4, "i")
+        call("induct_dataset_kv_info", self, SPLIT[split], index, batch, seq_len, buf,
+             batch * 4, Out("size"))
+        return _arrays.shaped(buf, (batch, 4))
+
+    def kv_ceiling(self, seq_len):
+        """Bayes-optimal answer accuracy of a KV dataset (the task's ceiling), exact."""
+        v = Out("double")
+        call("induct_dataset_kv_ceiling", self, seq_len, v)
+        return v.value
+
+    def split_tokens(self, split="train"):
+        """Tokens in a split's stream (text, token-file and token-array datasets)."""
+        v = Out("uint64")
+        call("induct_dataset_split_tokens", self, SPLIT[split], v)
+        return v.value
+
+    def window_count(self, seq_len, split="train"):
+        """Distinct windows of seq_len tokens of a split: valid random starts (train) or
+        the size of the fixed evaluation set (eval)."""
+        v = Out("uint64")
+        call("induct_dataset_window_count", self, SPLIT[split], seq_len, v)
+        return v.value
 
     def batch(self, index, batch, seq_len, split="train"):
         """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
-        tok, tptr = _arrays.int32_buffer(batch * seq_len)
-        meta, mptr = _arrays.int32_buffer(batch)
-        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tptr,
-             batch * seq_len, mptr, batch)
+        tok = _arrays.buffer(batch * seq_len, "i")
+        meta = _arrays.buffer(batch, "i")
+        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tok,
+             batch * seq_len, meta, batch)
         return _arrays.shaped(tok, (batch, seq_len)), meta
 
 
@@ -271,12 +340,21 @@ class Optimizer(_Handle):
     _free = "induct_optimizer_free"
 
     def __init__(self, model, kind="adamw", **params):
-        out = ctypes.c_void_p()
-        call("induct_optimizer_new", ctypes.byref(out), model, OPTIM[kind])
+        out = Out("handle")
+        call("induct_optimizer_new", out, model, OPTIM[kind])
         super().__init__(out.value, parents=(model,))
         self.model = model
         for k, v in params.items():
             self[k] = v
+
+    @staticmethod
+    def bounds(name):
+        """(lowest, highest) accepted value of a runtime parameter (both inclusive)."""
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        lo, hi = Out("double"), Out("double")
+        call("induct_opt_param_bounds", OPT_PARAM[name], lo, hi)
+        return lo.value, hi.value
 
     def __setitem__(self, name, value):
         if name not in OPT_PARAM:
@@ -286,8 +364,8 @@ class Optimizer(_Handle):
     def __getitem__(self, name):
         if name not in OPT_PARAM:
             raise KeyError(f"unknown optimizer parameter '{name}'")
-        v = ctypes.c_double()
-        call("induct_optimizer_get", self, OPT_PARAM[name], ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_get", self, OPT_PARAM[name], v)
         return v.value
 
     def save(self, path):
@@ -297,8 +375,8 @@ class Optimizer(_Handle):
     @classmethod
     def load(cls, model, path):
         """Restore the optimizer state (and the weights) of a save() into `model`."""
-        out = ctypes.c_void_p()
-        call("induct_optimizer_load", ctypes.byref(out), model, os.fsencode(path))
+        out = Out("handle")
+        call("induct_optimizer_load", out, model, os.fsencode(path))
         self = cls.__new__(cls)
         _Handle.__init__(self, out.value, parents=(model,))
         self.model = model
@@ -337,25 +415,22 @@ class Optimizer(_Handle):
         cfg.target_loss = target_loss
         raised = []
 
-        def trampoline(p, _user):
+        def on_progress(fields):
             if progress is None:
                 return 0
             try:
-                q = p.contents
-                info = {"events": [k for k, v in EVENT.items() if q.events & v],
-                        "step": q.step, "steps": q.steps, "loss": q.loss, "lr": q.lr,
-                        "tokens_per_second": q.tokens_per_second,
-                        "elapsed_seconds": q.elapsed_seconds, "eta_seconds": q.eta_seconds,
-                        "eval_loss": q.eval_loss,
-                        "snapshot_path": q.snapshot_path.decode() if q.snapshot_path else None}
+                info = dict(fields)
+                info["events"] = [k for k, v in EVENT.items() if fields["events"] & v]
+                info.pop("size", None)
+                info.pop("reserved0", None)
                 return 1 if progress(info) else 0
             except BaseException as e:  # stop the C loop; re-raised after it returns
                 raised.append(e)
                 return 1
 
-        cb = PROGRESS_FN(trampoline)  # kept alive for the whole call
+        cb = progress_callback(on_progress)  # kept alive for the whole call
         try:
-            call("induct_train", self, dataset, ctypes.byref(cfg), cb, None)
+            call("induct_train", self, dataset, cfg, cb, None)
         except Exception:
             if raised:
                 raise raised[0] from None
@@ -366,28 +441,51 @@ class Optimizer(_Handle):
 
     @property
     def current_lr(self):
-        v = ctypes.c_double()
-        call("induct_optimizer_current_lr", self, ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_current_lr", self, v)
         return v.value
 
     def step(self):
         """Apply the model's current gradients; returns the gradient norm before clipping."""
-        v = ctypes.c_double()
-        call("induct_optimizer_step", self, ctypes.byref(v))
+        v = Out("double")
+        call("induct_optimizer_step", self, v)
         return v.value
 
     def train_step(self, data, batch=None, seq_len=None):
         """One training step on a Dataset (batch, seq_len required) or on tokens
         [batch, seq_len]; returns the mean loss before the update (nats)."""
-        loss = ctypes.c_double()
+        loss = Out("double")
         if isinstance(data, Dataset):
             if batch is None or seq_len is None:
                 raise TypeError("train_step(dataset, batch, seq_len)")
-            call("induct_train_step", self, data, batch, seq_len, ctypes.byref(loss))
+            call("induct_train_step", self, data, batch, seq_len, loss)
         else:
-            keep, ptr, B, T = _arrays.tokens_in(data)
-            call("induct_train_step_tokens", self, ptr, B, T, ctypes.byref(loss))
+            toks, B, T = _arrays.tokens_in(data)
+            call("induct_train_step_tokens", self, toks, B, T, loss)
         return loss.value
+
+
+def read_tokens(path, format="u16", d_vocab=0):
+    """A whole token file as int32 ids [n] (validated; d_vocab 0 = no bound)."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    n = Out("size")
+    try:  # NULL buffer: the library reports the count
+        call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, None, 0, n)
+    except BufferTooSmall:
+        pass
+    buf = _arrays.buffer(n.value, "i")
+    call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, buf, n.value,
+         Out("size"))
+    return _arrays.shaped(buf, (n.value,))
+
+
+def write_tokens(path, tokens, format="u16"):
+    """Write token ids to `path` atomically in `format` ('u16', 'u32', 'llmc')."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    buf, _ = _arrays.flat(tokens, "i")
+    call("induct_token_file_write", os.fsencode(path), TOKFILE[format], buf, len(buf))
 
 
 def read_metrics(path):

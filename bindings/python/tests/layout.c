@@ -3,38 +3,84 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define F(s, f) printf("%s\"%s\": [%zu, %zu]", first++ ? ", " : "", #f, offsetof(s, f), sizeof(((s *)0)->f))
+static int first_struct = 1, first_field;
+
+static void begin(const char *name, size_t size) {
+    printf("%s\"%s\": {\"__size__\": %zu, \"fields\": {", first_struct ? "{" : "}}, ", name,
+           size);
+    first_struct = 0;
+    first_field = 1;
+}
+
+static void field(const char *name, size_t offset, size_t size) {
+    printf("%s\"%s\": [%zu, %zu]", first_field ? "" : ", ", name, offset, size);
+    first_field = 0;
+}
+
+/* S is the struct being printed: redefined before each BEGIN. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BEGIN() begin(STR(S), sizeof(S))
+#define F(f) field(#f, offsetof(S, f), sizeof(((S *)0)->f))
 
 int main(void) {
-    int first = 0;
-    printf("{\"induct_model_config\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_model_config));
-    F(induct_model_config, size); F(induct_model_config, n_layers); F(induct_model_config, d_model);
-    F(induct_model_config, n_heads); F(induct_model_config, d_head); F(induct_model_config, d_mlp);
-    F(induct_model_config, n_ctx); F(induct_model_config, d_vocab); F(induct_model_config, positional);
-    F(induct_model_config, layer_norm); F(induct_model_config, smeared_keys);
-    F(induct_model_config, n_threads); F(induct_model_config, init);
-    F(induct_model_config, smear_alpha_init); F(induct_model_config, init_std);
-    F(induct_model_config, seed); F(induct_model_config, max_bytes);
-    first = 0;
-    printf("}}, \"induct_rrt_config\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_rrt_config));
-    F(induct_rrt_config, size); F(induct_rrt_config, d_vocab); F(induct_rrt_config, n_repeats);
-    F(induct_rrt_config, min_block); F(induct_rrt_config, max_block); F(induct_rrt_config, token_lo);
-    F(induct_rrt_config, token_hi); F(induct_rrt_config, bos); F(induct_rrt_config, distinct_block);
-    F(induct_rrt_config, seed);
-    first = 0;
-    printf("}}, \"induct_train_config\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_train_config));
-    F(induct_train_config, size); F(induct_train_config, steps); F(induct_train_config, batch);
-    F(induct_train_config, seq_len); F(induct_train_config, eval_every); F(induct_train_config, eval_log2);
-    F(induct_train_config, eval_batch); F(induct_train_config, metrics); F(induct_train_config, metrics_append);
-    F(induct_train_config, metrics_path); F(induct_train_config, snapshot_every);
-    F(induct_train_config, snapshot_log2); F(induct_train_config, snapshot_optimizer);
-    F(induct_train_config, snapshot_path); F(induct_train_config, target_loss);
-    first = 0;
-    printf("}}, \"induct_progress\": {\"__size__\": %zu, \"fields\": {", sizeof(induct_progress));
-    F(induct_progress, size); F(induct_progress, events); F(induct_progress, reserved0);
-    F(induct_progress, step); F(induct_progress, steps); F(induct_progress, loss); F(induct_progress, lr);
-    F(induct_progress, tokens_per_second); F(induct_progress, elapsed_seconds);
-    F(induct_progress, eta_seconds); F(induct_progress, eval_loss); F(induct_progress, snapshot_path);
+#define S induct_model_config
+    BEGIN();
+    F(size); F(n_layers); F(d_model); F(n_heads); F(d_head); F(d_mlp); F(n_ctx); F(d_vocab);
+    F(positional); F(layer_norm); F(smeared_keys); F(n_threads); F(init); F(smear_alpha_init);
+    F(init_std); F(seed); F(max_bytes);
+#undef S
+#define S induct_rrt_config
+    BEGIN();
+    F(size); F(d_vocab); F(n_repeats); F(min_block); F(max_block); F(token_lo); F(token_hi); F(bos);
+    F(distinct_block); F(seed);
+#undef S
+#define S induct_train_config
+    BEGIN();
+    F(size); F(steps); F(batch); F(seq_len); F(eval_every); F(eval_log2); F(eval_batch); F(metrics);
+    F(metrics_append); F(metrics_path); F(snapshot_every); F(snapshot_log2); F(snapshot_optimizer);
+    F(snapshot_path); F(target_loss);
+#undef S
+#define S induct_progress
+    BEGIN();
+    F(size); F(events); F(reserved0); F(step); F(steps); F(loss); F(lr); F(tokens_per_second);
+    F(elapsed_seconds); F(eta_seconds); F(eval_loss); F(snapshot_path);
+#undef S
+    /* analysis suite (issue 4) */
+#define S induct_eval_config
+    BEGIN();
+    F(size); F(n_seq); F(seq_len); F(chunk); F(early); F(late); F(split); F(batch_index);
+    F(pos_seed);
+#undef S
+#define S induct_probe_config
+    BEGIN();
+    F(size); F(n_seq); F(block_len); F(n_repeats); F(bos); F(token_lo); F(token_hi); F(copying_bos);
+    F(reserved0); F(seed);
+#undef S
+#define S induct_phase_config
+    BEGIN();
+    F(size); F(lo_frac); F(hi_frac); F(min_change); F(smooth); F(reserved0);
+#undef S
+#define S induct_classify_config
+    BEGIN();
+    F(size); F(previous_token); F(induction); F(duplicate); F(copying);
+#undef S
+    /* datasets (issue 3) */
+#define S induct_kv_config
+    BEGIN();
+    F(size); F(d_vocab); F(token_lo); F(token_hi); F(pair_min); F(pair_max); F(unique_key);
+    F(all_positions); F(seed);
+#undef S
+#define S induct_text_config
+    BEGIN();
+    F(size); F(bos); F(separator); F(split); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(seed); F(max_bytes);
+#undef S
+#define S induct_token_file_config
+    BEGIN();
+    F(size); F(format); F(d_vocab); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(resident_limit); F(seed); F(max_bytes);
+#undef S
     printf("}}}\n");
     return 0;
 }
