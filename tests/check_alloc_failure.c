@@ -416,6 +416,27 @@ static int call_kv_accuracy(void) {
     return induct_analysis_kv_accuracy(m, d, 3, 8, &acc);
 }
 
+static int call_model_save(void) { return induct_model_save(m, path); }
+static int call_loss_by_position(void) {
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 3;
+    float out[7];
+    size_t len;
+    return induct_analysis_loss_by_position(m, d, &ec, out, 7, &len);
+}
+static int call_composition_baseline(void) {
+    double b;
+    return induct_analysis_composition_baseline(m, 3, 1, &b);
+}
+static int call_ablate_head(void) { return induct_model_ablate_head(m, 1, 0, INDUCT_ABLATE_ZERO); }
+static int call_new_kv(void) {
+    induct_kv_config kc;
+    induct_kv_config_init(&kc, sizeof kc);
+    kc.d_vocab = 11;
+    return induct_dataset_new_kv(&out_d, &kc);
+}
+
 /* ---- checks after a failure -------------------------------------------------------- */
 
 static void save_failed(void) {
@@ -496,6 +517,13 @@ SWEEP(oom_token_file_write, setup_files, call_token_file_write, token_write_fail
 SWEEP(oom_kv_ceiling, setup_kv, call_kv_ceiling, NULL, NULL, teardown_all)
 SWEEP(oom_kv_accuracy, setup_kv, call_kv_accuracy, same_as_twin, NULL, teardown_all)
 
+SWEEP(oom_model_save, setup_files, call_model_save, save_failed, NULL, teardown_files)
+SWEEP(oom_loss_by_position, setup_models, call_loss_by_position, same_as_twin, NULL, teardown_all)
+SWEEP(oom_composition_baseline, setup_models, call_composition_baseline, same_as_twin, NULL,
+      teardown_all)
+SWEEP(oom_ablate_head, setup_models, call_ablate_head, same_as_twin, NULL, teardown_all)
+SWEEP(oom_dataset_kv, setup_models, call_new_kv, out_null, NULL, teardown_all)
+
 int main(void) {
     Suite *s = suite_create("alloc_failure");
     TCase *tc = tcase_create("sweep");
@@ -532,6 +560,11 @@ int main(void) {
     tcase_add_test(tc, oom_token_file_write);
     tcase_add_test(tc, oom_kv_ceiling);
     tcase_add_test(tc, oom_kv_accuracy);
+    tcase_add_test(tc, oom_model_save);
+    tcase_add_test(tc, oom_loss_by_position);
+    tcase_add_test(tc, oom_composition_baseline);
+    tcase_add_test(tc, oom_ablate_head);
+    tcase_add_test(tc, oom_dataset_kv);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

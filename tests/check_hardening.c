@@ -798,6 +798,152 @@ START_TEST(test_errors_analysis_interrupted) {
 }
 END_TEST
 
+/* Every *_config_init: NULL is EINVAL, a size below the struct or above 4096 is EABI
+ * (the struct untouched), its own size and a larger zero-tailed size work. */
+typedef int (*init_fn)(void *, size_t);
+START_TEST(test_errors_config_inits) {
+    static const struct {
+        const char *name;
+        init_fn fn;
+        size_t size;
+    } T[] = {
+        {"model", (init_fn)induct_model_config_init, sizeof(induct_model_config)},
+        {"rrt", (init_fn)induct_rrt_config_init, sizeof(induct_rrt_config)},
+        {"train", (init_fn)induct_train_config_init, sizeof(induct_train_config)},
+        {"kv", (init_fn)induct_kv_config_init, sizeof(induct_kv_config)},
+        {"text", (init_fn)induct_text_config_init, sizeof(induct_text_config)},
+        {"token_file", (init_fn)induct_token_file_config_init, sizeof(induct_token_file_config)},
+        {"eval", (init_fn)induct_eval_config_init, sizeof(induct_eval_config)},
+        {"probe", (init_fn)induct_probe_config_init, sizeof(induct_probe_config)},
+        {"phase", (init_fn)induct_phase_config_init, sizeof(induct_phase_config)},
+        {"classify", (init_fn)induct_classify_config_init, sizeof(induct_classify_config)},
+    };
+    unsigned char buf[4200];
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        ck_fails(T[i].fn(NULL, T[i].size), INDUCT_EINVAL);
+        size_t bad[] = {0, sizeof(size_t), T[i].size - 1, 4097};
+        for (size_t k = 0; k < 4; k++) {
+            memset(buf, 0xAB, sizeof buf);
+            induct_error_clear();
+            ck_assert_msg(T[i].fn(buf, bad[k]) == INDUCT_EABI, "%s size %zu", T[i].name, bad[k]);
+            ck_assert_int_eq(induct_last_error_code(), INDUCT_EABI);
+            ck_assert_msg(buf[0] == 0xAB && buf[T[i].size - 1] == 0xAB, "%s written on failure",
+                          T[i].name);
+        }
+        memset(buf, 0xAB, sizeof buf);
+        ck_ok(T[i].fn(buf, T[i].size + 24));
+        size_t got;
+        memcpy(&got, buf, sizeof got);
+        ck_assert_uint_eq(got, T[i].size + 24);
+        for (size_t b = T[i].size; b < T[i].size + 24; b++)
+            ck_assert_msg(buf[b] == 0, "%s: tail byte %zu not zeroed", T[i].name, b);
+        ck_assert_msg(buf[T[i].size + 24] == 0xAB, "%s wrote past its size", T[i].name);
+    }
+}
+END_TEST
+
+START_TEST(test_errors_analysis_misc) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    induct_model *m = new_model(&c);
+    uint32_t modes[4];
+    size_t len;
+    float out[4];
+    ck_fails(induct_model_clear_ablations(NULL), INDUCT_EINVAL);
+    ck_fails(induct_model_get_ablations(NULL, modes, 4, &len, NULL), INDUCT_EINVAL);
+    ck_fails(induct_analysis_copying_eigen(NULL, out, 4, &len), INDUCT_EINVAL);
+    /* loss positions: a config of a foreign size, a context longer than n_ctx */
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    uint32_t pos[8];
+    ck_fails(induct_analysis_loss_positions(NULL, &ec, pos, 8, &len), INDUCT_EINVAL);
+    ec.size = 7;
+    ck_fails(induct_analysis_loss_positions(m, &ec, pos, 8, &len), INDUCT_EABI);
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.seq_len = 9; /* n_ctx 8 */
+    ck_fails(induct_analysis_loss_positions(m, &ec, pos, 8, &len), INDUCT_ERANGE);
+    /* probe tokens: a foreign size, probes longer than n_ctx */
+    induct_probe_config pc;
+    induct_probe_config_init(&pc, sizeof pc);
+    int32_t tok[64];
+    pc.size = 4095;
+    ck_fails(induct_analysis_probe_tokens(m, &pc, 0, tok, 64, &len), INDUCT_EABI);
+    induct_probe_config_init(&pc, sizeof pc);
+    pc.block_len = 5; /* BOS + 5 x 4 repeats = 21 tokens > n_ctx 8 */
+    ck_fails(induct_analysis_probe_tokens(m, &pc, 0, tok, 64, &len), INDUCT_ERANGE);
+    /* classify: a foreign config size */
+    induct_classify_config cc;
+    induct_classify_config_init(&cc, sizeof cc);
+    cc.size = 3;
+    float sc[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+    uint32_t labels[4];
+    ck_fails(induct_analysis_classify_heads(sc, sc, sc, sc, 4, &cc, labels, 4, &len), INDUCT_EABI);
+    /* PCA: a matrix above 2^31 entries is refused before x is read */
+    float x[4] = {0};
+    float scores[8];
+    double tv;
+    ck_fails(induct_analysis_pca(x, (1u << 16) + 1, 1u << 15, 1, scores, 8, NULL, 0, NULL, 0, &tv),
+             INDUCT_ELIMIT);
+    /* llm.c token files count tokens in an int32: refused before the ids are read */
+    ck_fails(induct_token_file_write("/tmp/induct-never-written", INDUCT_TOKFILE_LLMC, tok,
+                                     (size_t)INT32_MAX + 1),
+             INDUCT_ELIMIT);
+    ck_assert_int_ne(access("/tmp/induct-never-written", F_OK), 0);
+    /* ICL score of a model whose loss overflows */
+    blow_up(m);
+    induct_dataset *d = rrt(11);
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.early = 2;
+    ec.late = 6;
+    double icl = 7.0;
+    ck_fails(induct_analysis_icl_score(m, d, &ec, &icl), INDUCT_ENUMERIC);
+    ck_assert(icl == 7.0);
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
+/* The chunked read-outs (ICL score, KV accuracy) stop with EINTERRUPTED between chunks
+ * when another thread interrupts the model. */
+START_TEST(test_errors_chunked_interrupted) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.n_ctx = 32;
+    induct_model *m = new_model(&c);
+    induct_dataset *d = rrt(11);
+    induct_kv_config kc;
+    induct_kv_config_init(&kc, sizeof kc);
+    kc.d_vocab = 11;
+    induct_dataset *kv = NULL;
+    ck_ok(induct_dataset_new_kv(&kv, &kc));
+    interrupter it = {m, 0};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, interrupt_loop, &it), 0);
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 64;
+    ec.chunk = 2;
+    ec.early = 2;
+    ec.late = 20;
+    int interrupted[2] = {0, 0};
+    for (int i = 0; i < 200 && !(interrupted[0] && interrupted[1]); i++) {
+        double v;
+        int rc = induct_analysis_icl_score(m, d, &ec, &v);
+        ck_assert_msg(rc == INDUCT_OK || rc == INDUCT_EINTERRUPTED, "%s", induct_status_name(rc));
+        if (rc == INDUCT_EINTERRUPTED) interrupted[0] = 1;
+        rc = induct_analysis_kv_accuracy(m, kv, 2048, 32, &v);
+        ck_assert_msg(rc == INDUCT_OK || rc == INDUCT_EINTERRUPTED, "%s", induct_status_name(rc));
+        if (rc == INDUCT_EINTERRUPTED) interrupted[1] = 1;
+    }
+    atomic_store(&it.stop, 1);
+    pthread_join(th, NULL);
+    ck_assert(interrupted[0] && interrupted[1]);
+    induct_dataset_free(kv);
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("hardening");
     TCase *tc = tcase_create("core");
@@ -820,6 +966,9 @@ int main(void) {
     tcase_add_test(te, test_errors_optimizer_files);
     tcase_add_test(te, test_errors_misc);
     tcase_add_test(te, test_errors_analysis_interrupted);
+    tcase_add_test(te, test_errors_config_inits);
+    tcase_add_test(te, test_errors_analysis_misc);
+    tcase_add_test(te, test_errors_chunked_interrupted);
     suite_add_tcase(s, te);
     return tu_run(s);
 }
