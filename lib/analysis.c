@@ -4,8 +4,7 @@
 
 #include "induct_internal.h"
 
-/* Run batch 0 of the eval split through the model; returns tokens and metadata
- * (caller frees *tok and *meta). */
+/* Batch 0 of the eval split: tokens and metadata (caller frees *tok and *meta). */
 static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, uint32_t T,
                       int32_t **tok, int32_t **meta) {
     *tok = NULL;
@@ -28,15 +27,8 @@ static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, 
         free(mt);
         return induct__fail(INDUCT_ENOMEM, "analysis: out of memory");
     }
-    induct__model_held(m, bytes, 0); /* the tokens count while the forward pass runs */
     int rc = induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, n_seq, T, t, n, mt, n_seq);
     if (rc == INDUCT_OK) rc = induct__model_validate_tokens(m, t, n_seq, T);
-    if (rc == INDUCT_OK) rc = induct__forward(m, t, n_seq, T, NULL);
-    /* induct_model_interrupt() from another thread during the pass (the flag was
-     * cleared when the call started) */
-    if (rc == INDUCT_OK && atomic_load(&m->interrupt))
-        rc = induct__fail(INDUCT_EINTERRUPTED, "analysis: interrupted (induct_model_interrupt)");
-    induct__model_held(m, 0, bytes);
     if (rc != INDUCT_OK) {
         free(t);
         free(mt);
@@ -56,6 +48,72 @@ static int check_out(const induct_model *m, float *out, size_t cap, size_t *len)
     return INDUCT_OK;
 }
 
+/* Per-head sums over the sequences, filled chunk by chunk (induct__forward_chunks keeps
+ * the activations in cache); the order of the additions is that of one pass. */
+typedef struct head_sums {
+    const int32_t *meta;
+    uint32_t T;
+    double *s;   /* [n_layers][n_heads] */
+    size_t *cnt; /* [n_layers][n_heads] or NULL */
+} head_sums;
+
+static int induction_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    head_sums *hs = user;
+    uint32_t H = m->cfg.n_heads, T = hs->T;
+    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
+        for (uint32_t h = 0; h < H; h++)
+            for (uint32_t b = 0; b < nb; b++) {
+                const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
+                uint32_t L = (uint32_t)hs->meta[b0 + b];
+                for (uint32_t t = L + 1; t < 2 * L; t++) {
+                    hs->s[l * H + h] += A[(size_t)t * T + (t - L + 1)];
+                    hs->cnt[l * H + h]++;
+                }
+            }
+    return INDUCT_OK;
+}
+
+static int previous_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    head_sums *hs = user;
+    uint32_t H = m->cfg.n_heads, T = hs->T;
+    (void)b0;
+    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
+        for (uint32_t h = 0; h < H; h++)
+            for (uint32_t b = 0; b < nb; b++) {
+                const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
+                double r = 0.0;
+                for (uint32_t i = 1; i < T; i++) r += A[(size_t)i * T + i - 1];
+                hs->s[l * H + h] += r / (double)(T - 1);
+            }
+    return INDUCT_OK;
+}
+
+/* Run fn over the eval batch; s and cnt are allocated here ([n_layers][n_heads]). */
+static int head_pass(induct_model *m, const induct_dataset *d, uint32_t n_seq, uint32_t T,
+                     induct__chunk_fn fn, head_sums *hs) {
+    int32_t *tok, *meta;
+    INDUCT_TRY(eval_batch(m, d, n_seq, T, &tok, &meta));
+    size_t nh = (size_t)m->cfg.n_layers * m->cfg.n_heads;
+    hs->meta = meta;
+    hs->T = T;
+    hs->s = calloc(nh, sizeof *hs->s);
+    hs->cnt = calloc(nh, sizeof *hs->cnt);
+    int rc = (!hs->s || !hs->cnt) ? induct__fail(INDUCT_ENOMEM, "analysis: out of memory")
+                                  : induct__forward_chunks(m, tok, n_seq, T, fn, hs, NULL);
+    /* induct_model_interrupt() from another thread during the pass (the flag was
+     * cleared when the call started) */
+    if (rc == INDUCT_OK && atomic_load(&m->interrupt))
+        rc = induct__fail(INDUCT_EINTERRUPTED, "analysis: interrupted (induct_model_interrupt)");
+    free(tok);
+    free(meta);
+    hs->meta = NULL;
+    if (rc != INDUCT_OK) {
+        free(hs->s);
+        free(hs->cnt);
+    }
+    return rc;
+}
+
 INDUCT_API int induct_analysis_induction_score(induct_model *m, const induct_dataset *d,
                                                uint32_t n_seq, uint32_t T, float *out,
                                                size_t out_cap, size_t *out_len) {
@@ -65,25 +123,12 @@ INDUCT_API int induct_analysis_induction_score(induct_model *m, const induct_dat
                    "without BOS");
     INDUCT_TRY(check_out(m, out, out_cap, out_len));
     atomic_store(&m->interrupt, 0);
-    int32_t *tok, *meta;
-    INDUCT_TRY(eval_batch(m, d, n_seq, T, &tok, &meta));
-    uint32_t H = m->cfg.n_heads;
-    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
-        for (uint32_t h = 0; h < H; h++) {
-            double s = 0.0;
-            size_t cnt = 0;
-            for (uint32_t b = 0; b < n_seq; b++) {
-                const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
-                uint32_t L = (uint32_t)meta[b];
-                for (uint32_t t = L + 1; t < 2 * L; t++) {
-                    s += A[(size_t)t * T + (t - L + 1)];
-                    cnt++;
-                }
-            }
-            out[l * H + h] = cnt ? (float)(s / (double)cnt) : 0.0f;
-        }
-    free(tok);
-    free(meta);
+    head_sums hs;
+    INDUCT_TRY(head_pass(m, d, n_seq, T, induction_chunk, &hs));
+    size_t nh = (size_t)m->cfg.n_layers * m->cfg.n_heads;
+    for (size_t i = 0; i < nh; i++) out[i] = hs.cnt[i] ? (float)(hs.s[i] / (double)hs.cnt[i]) : 0.0f;
+    free(hs.s);
+    free(hs.cnt);
     return INDUCT_OK;
 }
 
@@ -93,21 +138,11 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *m, const induc
     INDUCT_FAIL_IF(!m || !d, INDUCT_EINVAL, "induct_analysis_previous_token_score: NULL argument");
     INDUCT_TRY(check_out(m, out, out_cap, out_len));
     atomic_store(&m->interrupt, 0);
-    int32_t *tok, *meta;
-    INDUCT_TRY(eval_batch(m, d, n_seq, T, &tok, &meta));
-    uint32_t H = m->cfg.n_heads;
-    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
-        for (uint32_t h = 0; h < H; h++) {
-            double s = 0.0;
-            for (uint32_t b = 0; b < n_seq; b++) {
-                const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
-                double r = 0.0;
-                for (uint32_t i = 1; i < T; i++) r += A[(size_t)i * T + i - 1];
-                s += r / (double)(T - 1);
-            }
-            out[l * H + h] = (float)(s / n_seq);
-        }
-    free(tok);
-    free(meta);
+    head_sums hs;
+    INDUCT_TRY(head_pass(m, d, n_seq, T, previous_chunk, &hs));
+    size_t nh = (size_t)m->cfg.n_layers * m->cfg.n_heads;
+    for (size_t i = 0; i < nh; i++) out[i] = (float)(hs.s[i] / n_seq);
+    free(hs.s);
+    free(hs.cnt);
     return INDUCT_OK;
 }

@@ -10,9 +10,13 @@
  *   resid_post = resid_mid + MLP(LN2(resid_mid))   (MLP models)
  * logits = LN_final(resid) W_U + b_U.
  */
+#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) for the workspace (Linux) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "induct_internal.h"
 #include "kernels.h"
@@ -20,6 +24,18 @@
 #define P(off) (m->params + (off))
 #define G(off) (m->grads + (off))
 #define W(off) (m->ws + (off))
+
+/* Layer 0 without LayerNorm reads exactly W_E[tok] (+ W_pos[t]): its Q, K and V are then
+ * rows of the tables W_E W_X and W_pos W_X (X = Q, K, V), and the weight and embedding
+ * gradients of those projections follow from d X summed per token id and per position.
+ * Mathematically the same model; it replaces three [N, D] x [D, H d_head] products (and
+ * six in the backward pass) by products with d_vocab + T rows, so it is used only when
+ * that is at most half of N = B T. Whether it is used depends on (B, T), never on the
+ * thread count. */
+static int fold_layer0(const induct_model *m, uint32_t B, uint32_t T) {
+    const induct_model_config *c = &m->cfg;
+    return !c->layer_norm && 2 * ((size_t)c->d_vocab + T) <= (size_t)B * T;
+}
 
 /* Lay out activations for (B, T); returns the total float count or 0 on overflow. */
 static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
@@ -96,10 +112,12 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     }
     ALLOC(m->a_logits, N, V);
     ALLOC(m->a_losses, N, 1);
+    ALLOC(m->a_lse, N, 1);
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
     ALLOC(m->g_h, N, D);
-    ALLOC(m->g_qk, N, D);
+    if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(m->g_qk, N, D); /* d(q/k input) */
+    else NONE_(m->g_qk);
     ALLOC(m->g_q, N, HD);
     ALLOC(m->g_k, N, HD);
     ALLOC(m->g_v, N, HD);
@@ -109,9 +127,17 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
         ALLOC(m->g_mlp2, N, M);
     }
     ALLOC(m->g_logits, N, V);
-    ALLOC(m->g_att, (size_t)c->n_threads * T, T);
+    /* per-thread scratch of the fused attention kernels */
+    ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
     ALLOC(m->g_alpha, BH, 1);
     ALLOC(m->g_w, D, HD);
+    if (fold_layer0(m, B, T)) {
+        ALLOC(m->f_tab, V + T, 3 * HD);
+        ALLOC(m->f_grp, V + T, 3 * HD);
+    } else {
+        NONE_(m->f_tab);
+        NONE_(m->f_grp);
+    }
 #undef ALLOC
 #undef NONE_
     return bad ? 0 : off;
@@ -126,9 +152,10 @@ static void pack_heads(float *packed, const float *W, size_t D, size_t H, size_t
 }
 
 /* y = x Wp (+ b), Wp the packed [D, HD] copy of a [H, D, dh] weight:
- * dx += dy Wp^T ; dW[h][d][j] += (x^T dy)[d][h*dh + j]. */
-static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy, const float *x,
-                          const float *Wp, size_t N, size_t D, size_t H, size_t dh) {
+ * dx = dx_beta dx + dy Wp^T ; dW[h][d][j] += (x^T dy)[d][h*dh + j]. */
+static void proj_backward(induct_model *m, float *dx, float dx_beta, float *dW, const float *dy,
+                          const float *x, const float *Wp, size_t N, size_t D, size_t H,
+                          size_t dh) {
     int nt = induct__nt(m);
     size_t HD = H * dh;
     float *gw = W(m->g_w);
@@ -139,7 +166,99 @@ static void proj_backward(induct_model *m, float *dx, float *dW, const float *dy
             const float *src = gw + d * HD + h * dh;
             for (size_t j = 0; j < dh; j++) dst[j] += src[j];
         }
-    induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, 1.0f, dx, D);
+    induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, dx_beta, dx, D);
+}
+
+/* dinp = (overwrite) dout W^T; dW += inp^T dout; dbias += column sums (beta = 0 instead
+ * of a memset and an accumulation: the same bits, one pass less, zeroed in parallel). */
+static void linear_backward_new(induct_model *m, float *dinp, float *dW, float *dbias,
+                                const float *dout, const float *inp, const float *Wt, size_t N,
+                                size_t K, size_t C) {
+    int nt = induct__nt(m);
+    induct__gemm(nt, 0, 1, N, K, C, 1.0f, dout, C, Wt, C, 0.0f, dinp, K);
+    induct__linear_backward(NULL, dW, dbias, dout, inp, Wt, N, K, C, nt);
+}
+
+/* Which of Q, K, V read W_pos in layer 0 (standard: all; shortformer: Q and K). */
+static int pos_reads(const induct_model *m, int x) {
+    int p = m->cfg.positional;
+    return p == INDUCT_POS_STANDARD || (p == INDUCT_POS_SHORTFORMER && x < 2);
+}
+
+/* Layer 0's q, k_raw, v from the tables (see fold_layer0). */
+static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[0];
+    const induct__layer_act *a = &m->A[0];
+    int nt = induct__nt(m);
+    size_t D = c->d_model, HD = (size_t)c->n_heads * c->d_head, V = c->d_vocab, ld = 3 * HD;
+    float *tab = W(m->f_tab);
+    const float *Wp[3] = {W(a->wq), W(a->wk), W(a->wv)};
+    const float *bias[3] = {P(o->b_Q), P(o->b_K), P(o->b_V)};
+    float *out[3] = {W(a->q), W(a->k_raw), W(a->v)};
+    int pos[3];
+    for (int x = 0; x < 3; x++) {
+        pos[x] = pos_reads(m, x);
+        induct__gemm(nt, 0, 0, V, HD, D, 1.0f, P(m->W_E), D, Wp[x], HD, 0.0f, tab + x * HD, ld);
+        if (pos[x])
+            induct__gemm(nt, 0, 0, T, HD, D, 1.0f, P(m->W_pos), D, Wp[x], HD, 0.0f,
+                         tab + V * ld + x * HD, ld);
+    }
+    induct__fold_gather(out, bias, pos, tab, tokens, B, T, V, HD, nt);
+}
+
+/* Layer 0's projection gradients from d q, d k_raw, d v (see fold_layer0): weight
+ * gradients W_E^T G_E + W_pos^T G_P, embedding gradients G_E W^T and G_P W^T, with G_E,
+ * G_P the per-token and per-position sums. */
+static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                          const float *dq, const float *dk, const float *dv) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[0];
+    const induct__layer_act *a = &m->A[0];
+    int nt = induct__nt(m);
+    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    size_t V = c->d_vocab, ld = 3 * HD;
+    float *grp = W(m->f_grp), *gw = W(m->g_w);
+    const float *d[3] = {dq, dk, dv};
+    const float *Wp[3] = {W(a->wq), W(a->wk), W(a->wv)};
+    float *dW[3] = {G(o->W_Q), G(o->W_K), G(o->W_V)}, *db[3] = {G(o->b_Q), G(o->b_K), G(o->b_V)};
+    int pos[3];
+    for (int x = 0; x < 3; x++) pos[x] = pos_reads(m, x);
+    induct__fold_group(grp, d, pos, tokens, B, T, V, HD, nt);
+    for (int x = 0; x < 3; x++) {
+        const float *ge = grp + x * HD, *gp = grp + V * ld + x * HD;
+        induct__gemm(nt, 1, 0, D, HD, V, 1.0f, P(m->W_E), D, ge, ld, 0.0f, gw, HD);
+        if (pos[x]) induct__gemm(nt, 1, 0, D, HD, T, 1.0f, P(m->W_pos), D, gp, ld, 1.0f, gw, HD);
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < D; i++) {
+                float *dst = dW[x] + (h * D + i) * dh;
+                const float *src = gw + i * HD + h * dh;
+                for (size_t j = 0; j < dh; j++) dst[j] += src[j];
+            }
+        induct__gemm(nt, 0, 1, V, D, HD, 1.0f, ge, ld, Wp[x], HD, 1.0f, G(m->W_E), D);
+        if (pos[x]) induct__gemm(nt, 0, 1, T, D, HD, 1.0f, gp, ld, Wp[x], HD, 1.0f, G(m->W_pos), D);
+        induct__colsum(db[x], d[x], N, HD, HD, nt);
+    }
+}
+
+/* The workspace: 64-byte aligned (cache lines, vector loads). Large ones are 2 MiB
+ * aligned and advised as transparent huge pages where Linux offers them: the first
+ * touch of fresh memory costs several microseconds per 4 KiB page on some machines
+ * (measured 4-17 us here), which dominates the first step and every evaluation at a
+ * larger shape; with huge pages it is about 8x cheaper. Advice only: the memory is
+ * the same if the kernel declines. */
+static float *ws_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        void *p = NULL;
+        size_t b = (bytes + huge - 1) & ~(huge - 1);
+        if (posix_memalign(&p, huge, b) != 0) return NULL;
+        (void)madvise(p, b, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 }
 
 #define WS_FLOATS_MAX ((size_t)1 << 36)
@@ -172,7 +291,7 @@ int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint6
 }
 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
-    if (m->ws && m->ws_B == B && m->ws_T == T) return INDUCT_OK;
+    if (m->ws && m->ws_B == B && m->ws_T == T && m->ws_nt == m->cfg.n_threads) return INDUCT_OK;
     size_t need = 0;
     INDUCT_TRY(ws_need(m, B, T, &need));
     if (need > m->ws_cap) {
@@ -183,7 +302,7 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
         m->ws = NULL;
         m->ws_cap = 0;
         induct__model_held(m, 0, old);
-        float *w = malloc(need * sizeof(float));
+        float *w = ws_alloc(need * sizeof(float));
         INDUCT_FAIL_IF(!w, INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
         m->ws = w;
         m->ws_cap = need;
@@ -191,6 +310,7 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     }
     m->ws_B = B;
     m->ws_T = T;
+    m->ws_nt = m->cfg.n_threads;
     return INDUCT_OK;
 }
 
@@ -220,35 +340,39 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
         pack_heads(W(a->wk), P(o->W_K), D, H, dh);
         pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-        induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
-        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+        if (l == 0 && fold_layer0(m, B, T)) {
+            fold_forward(m, tokens, B, T);
+        } else {
+            induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
+            induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+            induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+        }
         if (c->smeared_keys)
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-        induct__attention_forward(W(a->z), W(a->att), W(a->q), W(a->k), W(a->v), B, T, H, dh, nt);
+        /* causal half only (k <= p), scores + mask + softmax fused per query row */
+        induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                    B, T, H, dh, W(m->g_att), nt);
         if (m->abl.active) induct__ablation_hook(m, l, B, T); /* analysis (issue 4) */
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        const float *rp = W(a->resid_pre), *bO = P(o->b_O);
-        for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++) attn_resid[n * D + i] = rp[n * D + i] + bO[i];
-        induct__gemm(nt, 0, 0, N, D, HD, 1.0f, W(a->z), HD, P(o->W_O), D, 1.0f, attn_resid, D);
+        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                          W(a->resid_pre), D, P(o->b_O));
         if (M) {
             if (c->layer_norm)
                 induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
                                           W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D, nt);
             induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
-            induct__gelu_forward(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
-            memcpy(out_resid, W(a->resid_mid), N * D * sizeof(float));
-            induct__linear_forward(W(m->g_resid), W(a->mlp_post), P(o->W_out), P(o->b_out), N, M,
-                                   D, nt);
-            induct__add_inplace(out_resid, W(m->g_resid), N * D, nt);
+            induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
+            /* resid_post = resid_mid + b_out + mlp_post W_out */
+            induct__gemm_bias(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
+                              W(a->resid_mid), D, P(o->b_out));
         }
     }
     if (c->layer_norm)
         induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                   W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
-    double sum = induct__xent_forward(W(m->a_losses), W(m->a_logits), tokens, B, T, V, nt);
+    double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_logits), tokens, B,
+                                          T, V, nt);
     double count = (double)B * (T - 1);
     if (m->loss_only) { /* datasets (issue 3): one scored position per row */
         const float *ls = W(m->a_losses);
@@ -270,23 +394,22 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
-    memset(m->grads, 0, m->n_params * sizeof(float));
+    induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = W(m->g_h);
     float scale = (float)(1.0 / ((double)B * (m->loss_only ? 1 : T - 1)));
-    induct__xent_backward(W(m->g_logits), W(m->a_logits), tokens, B, T, V, scale, nt);
+    induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
+                              nt);
     if (m->loss_only) /* datasets (issue 3): only the scored position has a gradient */
         for (size_t n = 0; n < N; n++)
             if (n % T != m->loss_only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
     /* unembed: logits = lnf W_U + b_U */
-    memset(dh_, 0, N * D * sizeof(float));
-    induct__linear_backward(dh_, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
-                            D, V, nt);
+    float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
+    linear_backward_new(m, dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
+                        D, V);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
         induct__layernorm_backward(dres, G(m->lnf_w), G(m->lnf_b), dh_, W(m->a_resid_final),
                                    W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w), N, D, nt);
-    } else {
-        memcpy(dres, dh_, N * D * sizeof(float));
     }
     /* dres now holds d(resid_post of the last layer) */
     for (uint32_t li = c->n_layers; li-- > 0;) {
@@ -295,13 +418,11 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         if (M) {
             /* resid_post = resid_mid + W_out(gelu(W_in LN2(resid_mid))) */
             float *dpost = W(m->g_mlp), *dpre = W(m->g_mlp2);
-            memset(dpost, 0, N * M * sizeof(float));
-            induct__linear_backward(dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
-                                    P(o->W_out), N, M, D, nt);
-            induct__gelu_backward(dpre, W(a->mlp_pre), dpost, N * M, nt);
-            memset(dh_, 0, N * D * sizeof(float));
-            induct__linear_backward(dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
-                                    M, nt);
+            linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
+                                P(o->W_out), N, M, D);
+            induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);
+            linear_backward_new(m, dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
+                                M);
             if (c->layer_norm)
                 induct__layernorm_backward(dres, G(o->ln2_w), G(o->ln2_b), dh_, W(a->resid_mid),
                                            W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w), N, D, nt);
@@ -314,8 +435,8 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
         induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
-        induct__attention_backward(dq, dk, dv, W(m->g_att), dz, W(a->q), W(a->k), W(a->v),
-                                   W(a->att), B, T, H, dh, nt);
+        induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                     W(a->att), B, T, H, dh, W(m->g_att), nt);
         if (c->smeared_keys) {
             /* dk is d(smeared k); turn it into d(k_raw), reusing g_z (dz no longer needed) */
             float *dkr = W(m->g_z), *dal = W(m->g_alpha);
@@ -327,36 +448,100 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
                 G(o->alpha)[h] += (float)s;
             }
         }
+        if (li == 0 && fold_layer0(m, B, T)) {
+            /* the projections' share of d resid_pre goes straight to W_E and W_pos */
+            fold_backward(m, tokens, B, T, dq, dk, dv);
+            continue;
+        }
         /* projections: q = qk_in W_Q + b_Q, k = qk_in W_K + b_K, v = h W_V + b_V */
-        float *dqk = W(m->g_qk);
         int separate_qk = a->qk_in != a->ln1;
-        memset(dh_, 0, N * D * sizeof(float));
-        float *dqk_target = separate_qk ? dqk : dh_;
-        if (separate_qk) memset(dqk, 0, N * D * sizeof(float));
-        proj_backward(m, dqk_target, G(o->W_Q), dq, W(a->qk_in), W(a->wq), N, D, H, dh);
-        proj_backward(m, dqk_target, G(o->W_K), dk, W(a->qk_in), W(a->wk), N, D, H, dh);
-        proj_backward(m, dh_, G(o->W_V), dv, W(a->ln1), W(a->wv), N, D, H, dh);
+        float *dqk = separate_qk ? W(m->g_qk) : NULL;
+        /* d(LN1 output) into dh_; without LN that is d resid_pre, accumulated straight
+         * into dres (no separate sum). The first product into dh_ or dqk overwrites it. */
+        float *dx = c->layer_norm ? dh_ : dres;
+        float beta0 = c->layer_norm ? 0.0f : 1.0f;
+        float *dqk_target = separate_qk ? dqk : dx;
+        proj_backward(m, dqk_target, separate_qk ? 0.0f : beta0, G(o->W_Q), dq, W(a->qk_in),
+                      W(a->wq), N, D, H, dh);
+        proj_backward(m, dqk_target, 1.0f, G(o->W_K), dk, W(a->qk_in), W(a->wk), N, D, H, dh);
+        proj_backward(m, dx, separate_qk ? beta0 : 1.0f, G(o->W_V), dv, W(a->ln1), W(a->wv), N,
+                      D, H, dh);
         induct__colsum(G(o->b_Q), dq, N, HD, HD, nt);
         induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         induct__colsum(G(o->b_V), dv, N, HD, HD, nt);
         if (separate_qk) {
             induct__pos_backward(G(m->W_pos), dqk, B, T, D);
-            induct__add_inplace(dh_, dqk, N * D, nt);
+            induct__add_inplace(dx, dqk, N * D, nt);
         }
-        /* dh_ = d(LN1 output or resid_pre); dres += through LN1 */
+        /* with LN: dh_ = d(LN1 output); dres += through LN1 */
         if (c->layer_norm)
             induct__layernorm_backward(dres, G(o->ln1_w), G(o->ln1_b), dh_, W(a->resid_pre),
                                        W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w), N, D, nt);
-        else
-            induct__add_inplace(dres, dh_, N * D, nt);
     }
-    induct__embed_backward(G(m->W_E),
-                           c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,
-                           tokens, B, T, D);
+    induct__embed_backward_par(G(m->W_E),
+                               c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,
+                               tokens, B, T, D, nt);
     return INDUCT_OK;
 }
 
 /* ---- public passes ------------------------------------------------------------- */
+
+/* Sequences per chunk of a forward-only evaluation: about 4096 tokens, so that the
+ * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
+ * batch of the current workspace for this T, which is already allocated and warm. */
+static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
+#ifndef _OPENMP
+    /* without OpenMP, OpenBLAS (its OpenMP build) threads each call itself and splits
+     * rows by the call's size: chunks would change the bits */
+    (void)m;
+    (void)T;
+    return B ? B : 1;
+#endif
+    /* chunks of 48-row multiples (a multiple of induct__gemm's row blocks, kernels.c),
+     * so that every row keeps its position in OpenBLAS's micro-tiles: one pass's bits */
+    uint32_t g = 48, t = T;
+    while (t) { /* g = 48 / gcd(T, 48) */
+        uint32_t r = g % t;
+        g = t;
+        t = r;
+    }
+    g = 48 / g;
+    uint32_t c = 4096 / T;
+    if (m->ws && m->ws_T == T && m->ws_B > c) c = m->ws_B;
+    c -= c % g;
+    if (c < g) c = g;
+    /* the same layer-0 path as one pass, or no chunks */
+    if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = B;
+    return c;
+}
+
+int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                           induct__chunk_fn fn, void *user, double *loss_sum) {
+    uint32_t chunk = eval_chunk(m, B, T);
+    double sum = 0.0;
+    for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
+        uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
+        INDUCT_TRY(induct__forward(m, tokens + (size_t)b0 * T, nb, T, NULL));
+        /* continue one sequential sum: the same additions as a single pass */
+        const float *l = W(m->a_losses);
+        for (size_t i = 0, n = (size_t)nb * (T - 1); i < n; i++) sum += l[i];
+        if (fn) INDUCT_TRY(fn(user, m, b0, nb));
+    }
+    if (loss_sum) *loss_sum = sum;
+    return INDUCT_OK;
+}
+
+typedef struct stage_losses {
+    float *dst;
+    uint32_t T;
+} stage_losses;
+
+static int copy_losses(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    const stage_losses *sl = user;
+    size_t row = sl->T - 1;
+    memcpy(sl->dst + (size_t)b0 * row, W(m->a_losses), (size_t)nb * row * sizeof(float));
+    return INDUCT_OK;
+}
 
 INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint32_t B,
                                     uint32_t T, float *logits_out, size_t logits_cap,
@@ -374,9 +559,27 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
                    "induct_model_forward: losses need %zu floats, buffer holds %zu", n_losses,
                    losses_cap);
     double mean;
-    INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
-    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
-    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    if (!logits_out) {
+        /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched
+         * on failure; the same bits and mean as one pass */
+        float *staged = NULL;
+        if (losses_out && B > eval_chunk(m, B, T)) {
+            staged = malloc(n_losses * sizeof *staged);
+            INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
+        }
+        stage_losses sl = {staged ? staged : losses_out, T};
+        double sum;
+        int rc = induct__forward_chunks(m, tokens, B, T, losses_out ? copy_losses : NULL, &sl,
+                                        &sum);
+        if (rc == INDUCT_OK && staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
+        free(staged);
+        INDUCT_TRY(rc);
+        mean = sum / ((double)B * (T - 1));
+    } else {
+        INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
+        if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
+        if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    }
     if (mean_loss_out) *mean_loss_out = mean;
     return INDUCT_OK;
 }

@@ -135,8 +135,14 @@ struct induct_model {
     float *ws;
     size_t ws_cap;   /* floats */
     uint32_t ws_B, ws_T;   /* shape the offsets below describe */
+    uint32_t ws_nt;        /* n_threads the per-thread scratch was sized for */
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
+    size_t a_lse; /* [B*T] log-sum-exp of every logits row (for the backward pass) */
+    /* layer 0 folded into the embeddings (see fold_layer0 in forward.c), else INDUCT_NONE:
+     * f_tab [d_vocab + T][3 H d_head] = W_E W_{Q,K,V} and W_pos W_{Q,K,V};
+     * f_grp, same shape: d q, k, v summed per token id and per position */
+    size_t f_tab, f_grp;
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
@@ -159,6 +165,14 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
  * workspace; returns mean loss. */
 int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                     double *mean_loss);
+/* Forward-only over B sequences in chunks of whole GEMM row blocks that stay in cache
+ * (about 4096 tokens; the same bits as one pass). After each chunk, fn(user, m, b0, nb)
+ * runs while the workspace holds the activations of sequences b0 .. b0+nb-1 (patterns
+ * A[l].att for nb sequences, a_losses, ...); a negative return stops and is returned.
+ * loss_sum (may be NULL) receives the sum of all per-token losses, in order. */
+typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32_t nb);
+int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                           induct__chunk_fn fn, void *user, double *loss_sum);
 /* Backward after induct__forward with the same tokens: grads overwritten. */
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);

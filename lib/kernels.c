@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -49,35 +50,105 @@ static void gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, fl
     gemm1(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-/* Split the rows of C (or its columns when it has few rows) into one block per
- * thread; each element is still computed by one sgemm call with the same K
- * order, so the result does not depend on the thread count. */
+/* Split the rows of C into one block per thread; each element is still computed by
+ * one sgemm call with the same K order. That alone does not make the result
+ * independent of the thread count: OpenBLAS computes a row of C with a code path that
+ * depends on the row's position in its micro-tiles (measured on Zen: rows repeat with
+ * period 12, and the last M mod 12 rows of a call take a remainder kernel with other
+ * rounding), and a split of the columns changes its blocking of the whole call. So
+ * only rows are split, at multiples of the period: 12 for OpenBLAS's Haswell and Zen
+ * kernels (measured), else 48 = lcm(12, 16), which covers the 4, 6, 8, 12, 16 and
+ * 24-row tiles of the other x86 targets. Every row then sees the same tile position
+ * and remainder as in the single call; tests/check_fused.c checks 1, 2 and 3 threads
+ * on the machine that runs it. */
+static size_t gemm_split_rows(void) {
+    static atomic_int unit = 0;
+    int u = atomic_load_explicit(&unit, memory_order_relaxed);
+    if (!u) {
+        const char *core = openblas_get_corename();
+        u = core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")) ? 12 : 48;
+        atomic_store_explicit(&unit, u, memory_order_relaxed);
+    }
+    return (size_t)u;
+}
+
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
-    if (nt <= 1 || (M < 64 && N < 64) || M * N * K < ((size_t)1 << 18)) {
+    /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
+     * (measured: no column offset reproduces the single call's bits) */
+    size_t unit = gemm_split_rows();
+#ifndef _OPENMP
+    nt = 1; /* no threads of ours: one call, whatever n_threads says */
+#endif
+    /* below ~2^20 multiply-adds (~20 us) a fork/join costs more than it saves */
+    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    int by_rows = M >= N || M >= 64 * (size_t)nt;
-    size_t total = by_rows ? M : N;
-    size_t unit = 16; /* keep blocks multiples of the micro-kernel width */
-    size_t chunks = (total + unit - 1) / unit;
+    size_t chunks = (M + unit - 1) / unit;
+    if ((size_t)nt > chunks) nt = (int)chunks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static)
 #endif
     for (int t = 0; t < nt; t++) {
         size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
-        size_t r0 = c0 * unit, r1 = c1 * unit < total ? c1 * unit : total;
+        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
         if (r0 >= r1) continue;
-        if (by_rows) {
-            const float *Ab = transA ? A + r0 : A + r0 * lda;
-            gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc, ldc);
+        const float *Ab = transA ? A + r0 : A + r0 * lda;
+        gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc,
+                    ldc);
+    }
+}
+
+/* Rows [r0, r1) of C = inp + bias (inp may be NULL) before a beta = 1 product. */
+static void prefill_rows(float *C, size_t ldc, const float *inp, size_t ldi, const float *bias,
+                         size_t r0, size_t r1, size_t N) {
+    for (size_t r = r0; r < r1; r++) {
+        float *o = C + r * ldc;
+        if (inp) {
+            const float *x = inp + r * ldi;
+            for (size_t i = 0; i < N; i++) o[i] = x[i] + bias[i];
         } else {
-            const float *Bb = transB ? B + r0 * ldb : B + r0;
-            gemm_serial(transA, transB, M, r1 - r0, K, alpha, A, lda, Bb, ldb, beta, C + r0, ldc);
+            for (size_t i = 0; i < N; i++) o[i] = bias[i]; /* short rows: no libc call */
         }
     }
+}
+
+/* induct__gemm with beta = 1 after C = inp + bias (inp may be NULL), the prefill of each
+ * row block done by the thread that multiplies it (one parallel region, not two). */
+static void gemm_prefilled(int nt, int transA, int transB, size_t M, size_t N, size_t K,
+                           const float *A, size_t lda, const float *B, size_t ldb, float *C,
+                           size_t ldc, const float *inp, size_t ldi, const float *bias) {
+    size_t unit = gemm_split_rows();
+#ifndef _OPENMP
+    nt = 1; /* no threads of ours: one call, whatever n_threads says */
+#endif
+    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
+        prefill_rows(C, ldc, inp, ldi, bias, 0, M, N);
+        gemm_serial(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
+        return;
+    }
+    size_t chunks = (M + unit - 1) / unit;
+    if ((size_t)nt > chunks) nt = (int)chunks;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (int t = 0; t < nt; t++) {
+        size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
+        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
+        if (r0 >= r1) continue;
+        prefill_rows(C, ldc, inp, ldi, bias, r0, r1, N);
+        const float *Ab = transA ? A + r0 : A + r0 * lda;
+        gemm_serial(transA, transB, r1 - r0, N, K, 1.0f, Ab, lda, B, ldb, 1.0f, C + r0 * ldc,
+                    ldc);
+    }
+}
+
+void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                       size_t ldi, const float *bias) {
+    gemm_prefilled(nt, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias);
 }
 
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
@@ -191,26 +262,19 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt) {
     if (bias) {
-        for (size_t n = 0; n < N; n++) memcpy(out + n * C, bias, C * sizeof *out);
-        induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 1.0f, out, C);
+        gemm_prefilled(nt, 0, 0, N, C, K, inp, K, W, C, out, C, NULL, 0, bias);
     } else {
         induct__gemm(nt, 0, 0, N, C, K, 1.0f, inp, K, W, C, 0.0f, out, C);
     }
 }
 
+static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, size_t ld,
+                          int nt);
+
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt) {
-    /* rows in order, columns vectorised; column blocks per thread */
-    size_t nb = (C + 63) / 64;
-    PFOR
-    for (idx blk = 0; blk < (idx)nb; blk++) {
-        size_t c0 = (size_t)blk * 64, c1 = c0 + 64 < C ? c0 + 64 : C;
-        double acc[64] = {0};
-        for (size_t n = 0; n < N; n++) {
-            const float *row = dout + n * ld;
-            for (size_t c = c0; c < c1; c++) acc[c - c0] += row[c];
-        }
-        for (size_t c = c0; c < c1; c++) dbias[c] += (float)acc[c - c0];
-    }
+    /* per column: rows summed in order in double (vectorised across columns); blocks of
+     * 32 columns per thread (see colsum_blocks below) */
+    colsum_blocks(dbias, dout, N, C, ld, nt);
 }
 
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
@@ -418,4 +482,650 @@ void induct__xent_backward(float *dlogits, const float *logits, const int32_t *t
 void induct__add_inplace(float *a, const float *b, size_t n, int nt) {
     PFOR
     for (idx i = 0; i < (idx)n; i++) a[i] += b[i];
+}
+
+/* ==== fused kernels (issue 9: performance) ==================================== */
+
+#include <stdatomic.h>
+
+#define EXP_LO (-87.33654475f) /* ln(FLT_MIN): below it the result would be subnormal */
+#define EXP_HI 88.0f
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_C1 0.693359375f
+#define EXP_C2 (-2.12194440e-4f)
+#define EXP_P0 1.9875691500e-4f
+#define EXP_P1 1.3981999507e-3f
+#define EXP_P2 8.3334519073e-3f
+#define EXP_P3 4.1665795894e-2f
+#define EXP_P4 1.6666665459e-1f
+#define EXP_P5 5.0000001201e-1f
+
+float induct__expf(float x) {
+    if (x != x) return x;
+    if (x < EXP_LO) return 0.0f;
+    if (x > EXP_HI) x = EXP_HI;
+    float fx = nearbyintf(x * EXP_LOG2E);
+    float r = fmaf(fx, -EXP_C1, x);
+    r = fmaf(fx, -EXP_C2, r);
+    float z = r * r, p = EXP_P0;
+    p = fmaf(p, r, EXP_P1);
+    p = fmaf(p, r, EXP_P2);
+    p = fmaf(p, r, EXP_P3);
+    p = fmaf(p, r, EXP_P4);
+    p = fmaf(p, r, EXP_P5);
+    p = fmaf(p, z, r);
+    p = p + 1.0f;
+    uint32_t bits = (uint32_t)((int32_t)fx + 127) << 23;
+    float sc;
+    memcpy(&sc, &bits, sizeof sc);
+    return p * sc;
+}
+
+/* Row stride of the attention kernels' padded scratch rows: a multiple of 8 floats that
+ * is an odd multiple, so that walking down a column does not hit the same cache sets
+ * (a power-of-two stride such as 512 floats thrashes L1 and L2). */
+static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
+/* Query rows per register tile of the attention kernels, and the scratch rows that
+ * covers (the last tile may run past T). */
+#ifndef ATTN_QB
+#define ATTN_QB 4
+#endif
+static size_t attn_rows(size_t T) { return (T + ATTN_QB + 7) & ~(size_t)7; }
+
+/* -- portable 8-lane instantiation ------------------------------------------------ */
+typedef struct vf8 {
+    float v[8];
+} vf8;
+typedef struct vd8 {
+    double v[8];
+} vd8;
+static inline vf8 s_zero(void) { vf8 r; for (int l = 0; l < 8; l++) r.v[l] = 0.0f; return r; }
+static inline vf8 s_set1(float x) { vf8 r; for (int l = 0; l < 8; l++) r.v[l] = x; return r; }
+static inline vf8 s_load(const float *p) { vf8 r; memcpy(r.v, p, sizeof r.v); return r; }
+static inline void s_store(float *p, vf8 a) { memcpy(p, a.v, sizeof a.v); }
+static inline vf8 s_fma(vf8 a, vf8 b, vf8 c) {
+    for (int l = 0; l < 8; l++) c.v[l] = fmaf(a.v[l], b.v[l], c.v[l]);
+    return c;
+}
+static inline vf8 s_mul(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] *= b.v[l]; return a; }
+static inline vf8 s_add(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] += b.v[l]; return a; }
+static inline vf8 s_sub(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] -= b.v[l]; return a; }
+static inline float s_max1(float a, float b) { return a > b ? a : b; } /* as MAXPS(a, b) */
+static inline vf8 s_max(vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) a.v[l] = s_max1(a.v[l], b.v[l]);
+    return a;
+}
+static inline vf8 s_div(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] /= b.v[l]; return a; }
+static inline vf8 s_sqrt(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = sqrtf(a.v[l]); return a; }
+static inline vf8 s_abs(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = fabsf(a.v[l]); return a; }
+static inline vf8 s_copysign(vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) a.v[l] = copysignf(a.v[l], b.v[l]);
+    return a;
+}
+static inline vf8 s_exp(vf8 a) { for (int l = 0; l < 8; l++) a.v[l] = induct__expf(a.v[l]); return a; }
+/* lanes l < n selected (n clamped to [0, 8]); v_select(k, a, b) = k ? a : b per lane */
+static const int32_t lane_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static inline vf8 s_lanes_below(size_t n) {
+    size_t k = n > 8 ? 8 : n;
+    vf8 r;
+    memcpy(r.v, lane_tab + 8 - k, sizeof r.v);
+    return r;
+}
+static inline vf8 s_select(vf8 k, vf8 a, vf8 b) {
+    for (int l = 0; l < 8; l++) {
+        uint32_t bits;
+        memcpy(&bits, &k.v[l], sizeof bits);
+        if (!bits) a.v[l] = b.v[l];
+    }
+    return a;
+}
+/* horizontal reductions in the tree order of the AVX2 versions below */
+static inline float s_hsum(vf8 a) {
+    float a0 = a.v[0] + a.v[4], a1 = a.v[1] + a.v[5], a2 = a.v[2] + a.v[6], a3 = a.v[3] + a.v[7];
+    return (a0 + a2) + (a1 + a3);
+}
+static inline float s_hmax(vf8 a) {
+    float a0 = s_max1(a.v[0], a.v[4]), a1 = s_max1(a.v[1], a.v[5]);
+    float a2 = s_max1(a.v[2], a.v[6]), a3 = s_max1(a.v[3], a.v[7]);
+    return s_max1(s_max1(a0, a2), s_max1(a1, a3));
+}
+static inline vd8 s_dzero(void) { vd8 r; for (int l = 0; l < 8; l++) r.v[l] = 0.0; return r; }
+static inline void s_acc_d(vd8 *lo, vd8 *hi, vf8 x) {
+    (void)hi;
+    for (int l = 0; l < 8; l++) lo->v[l] += (double)x.v[l];
+}
+static inline void s_dstore_f(float *o, vd8 a) {
+    for (int l = 0; l < 8; l++) o[l] = (float)a.v[l];
+}
+static inline double s_dhsum(vd8 lo, vd8 hi) {
+    (void)hi;
+    double a0 = lo.v[0] + lo.v[4], a1 = lo.v[1] + lo.v[5], a2 = lo.v[2] + lo.v[6],
+           a3 = lo.v[3] + lo.v[7];
+    return (a0 + a2) + (a1 + a3);
+}
+
+#define FN(name) name##_scalar
+#define ATTR
+#define VF vf8
+#define VD vd8
+#define v_zero s_zero
+#define v_set1 s_set1
+#define v_load s_load
+#define v_store s_store
+#define v_fma s_fma
+#define v_mul s_mul
+#define v_add s_add
+#define v_sub s_sub
+#define v_max s_max
+#define v_lanes_below s_lanes_below
+#define v_select s_select
+#define v_div s_div
+#define v_sqrt s_sqrt
+#define v_abs s_abs
+#define v_copysign s_copysign
+#define v_exp s_exp
+#define v_hsum s_hsum
+#define v_hmax s_hmax
+#define vd_zero s_dzero
+#define v_acc_d s_acc_d
+#define vd_hsum s_dhsum
+#define vd_store_f s_dstore_f
+#include "kernels_attn.inc"
+#undef FN
+#undef ATTR
+#undef VF
+#undef VD
+#undef v_zero
+#undef v_set1
+#undef v_load
+#undef v_store
+#undef v_fma
+#undef v_mul
+#undef v_add
+#undef v_sub
+#undef v_max
+#undef v_lanes_below
+#undef v_select
+#undef v_div
+#undef v_sqrt
+#undef v_abs
+#undef v_copysign
+#undef v_exp
+#undef v_hsum
+#undef v_hmax
+#undef vd_zero
+#undef v_acc_d
+#undef vd_hsum
+#undef vd_store_f
+
+/* -- AVX2 + FMA instantiation ---------------------------------------------------- */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(INDUCT_NO_SIMD)
+#define INDUCT_AVX2 1
+#include <immintrin.h>
+#define AVX2_ __attribute__((target("avx2,fma")))
+typedef struct vd2 {
+    __m256d lo, hi;
+} vd2;
+AVX2_ static inline __m256 a_zero(void) { return _mm256_setzero_ps(); }
+AVX2_ static inline __m256 a_set1(float x) { return _mm256_set1_ps(x); }
+AVX2_ static inline __m256 a_load(const float *p) { return _mm256_loadu_ps(p); }
+AVX2_ static inline void a_store(float *p, __m256 a) { _mm256_storeu_ps(p, a); }
+AVX2_ static inline __m256 a_fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+AVX2_ static inline __m256 a_mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+AVX2_ static inline __m256 a_sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
+AVX2_ static inline __m256 a_max(__m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+AVX2_ static inline __m256 a_lanes_below(size_t n) {
+    size_t k = n > 8 ? 8 : n;
+    return _mm256_loadu_ps((const float *)(lane_tab + 8 - k));
+}
+AVX2_ static inline __m256 a_select(__m256 k, __m256 a, __m256 b) {
+    return _mm256_blendv_ps(b, a, k);
+}
+AVX2_ static inline __m256 a_div(__m256 a, __m256 b) { return _mm256_div_ps(a, b); }
+AVX2_ static inline __m256 a_sqrt(__m256 a) { return _mm256_sqrt_ps(a); }
+AVX2_ static inline __m256 a_abs(__m256 a) {
+    return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a);
+}
+/* magnitude of a (sign bit clear) with the sign of b */
+AVX2_ static inline __m256 a_copysign(__m256 a, __m256 b) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, a), _mm256_and_ps(sign, b));
+}
+AVX2_ static inline __m256 a_exp(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(EXP_LO);
+    __m256 keep = _mm256_cmp_ps(x, lo, _CMP_NLT_UQ); /* x >= lo or NaN */
+    /* MAXPS/MINPS return the second operand when one is NaN: NaN propagates */
+    __m256 xc = _mm256_min_ps(_mm256_set1_ps(EXP_HI), _mm256_max_ps(lo, x));
+    __m256 fx = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(EXP_LOG2E)),
+                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fmadd_ps(fx, _mm256_set1_ps(-EXP_C1), xc);
+    r = _mm256_fmadd_ps(fx, _mm256_set1_ps(-EXP_C2), r);
+    __m256 z = _mm256_mul_ps(r, r), p = _mm256_set1_ps(EXP_P0);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P1));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(EXP_P5));
+    p = _mm256_fmadd_ps(p, z, r);
+    p = _mm256_add_ps(p, _mm256_set1_ps(1.0f));
+    __m256i n = _mm256_cvtps_epi32(fx);
+    n = _mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(keep, _mm256_mul_ps(p, _mm256_castsi256_ps(n)));
+}
+AVX2_ static inline float a_hsum(__m256 v) {
+    __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+AVX2_ static inline float a_hmax(__m256 v) {
+    __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    __m128 b = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_max_ss(b, _mm_movehdup_ps(b)));
+}
+AVX2_ static inline vd2 a_dzero(void) {
+    vd2 r = {_mm256_setzero_pd(), _mm256_setzero_pd()};
+    return r;
+}
+AVX2_ static inline void a_acc_d(vd2 *lo, vd2 *hi, __m256 x) {
+    (void)hi;
+    lo->lo = _mm256_add_pd(lo->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+    lo->hi = _mm256_add_pd(lo->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)));
+}
+AVX2_ static inline void a_dstore_f(float *o, vd2 a) {
+    _mm_storeu_ps(o, _mm256_cvtpd_ps(a.lo));
+    _mm_storeu_ps(o + 4, _mm256_cvtpd_ps(a.hi));
+}
+AVX2_ static inline double a_dhsum(vd2 lo, vd2 hi) {
+    (void)hi;
+    __m256d a = _mm256_add_pd(lo.lo, lo.hi); /* lanes l + l+4 */
+    __m128d b = _mm_add_pd(_mm256_castpd256_pd128(a), _mm256_extractf128_pd(a, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(b, _mm_unpackhi_pd(b, b)));
+}
+/* 8x8 tile transpose: dst[j][t] = src[t][j] */
+AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, size_t lds) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds);
+    __m256 r2 = _mm256_loadu_ps(src + 2 * lds), r3 = _mm256_loadu_ps(src + 3 * lds);
+    __m256 r4 = _mm256_loadu_ps(src + 4 * lds), r5 = _mm256_loadu_ps(src + 5 * lds);
+    __m256 r6 = _mm256_loadu_ps(src + 6 * lds), r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#define v_transpose8 a_transpose8
+#define FN(name) name##_avx2
+#define ATTR AVX2_
+#define VF __m256
+#define VD vd2
+#define v_zero a_zero
+#define v_set1 a_set1
+#define v_load a_load
+#define v_store a_store
+#define v_fma a_fma
+#define v_mul a_mul
+#define v_add a_add
+#define v_sub a_sub
+#define v_max a_max
+#define v_lanes_below a_lanes_below
+#define v_select a_select
+#define v_div a_div
+#define v_sqrt a_sqrt
+#define v_abs a_abs
+#define v_copysign a_copysign
+#define v_exp a_exp
+#define v_hsum a_hsum
+#define v_hmax a_hmax
+#define vd_zero a_dzero
+#define v_acc_d a_acc_d
+#define vd_hsum a_dhsum
+#define vd_store_f a_dstore_f
+#include "kernels_attn.inc"
+#undef FN
+#undef ATTR
+#undef VF
+#undef VD
+#undef v_zero
+#undef v_set1
+#undef v_load
+#undef v_store
+#undef v_fma
+#undef v_mul
+#undef v_add
+#undef v_sub
+#undef v_max
+#undef v_lanes_below
+#undef v_select
+#undef v_div
+#undef v_sqrt
+#undef v_abs
+#undef v_copysign
+#undef v_exp
+#undef v_hsum
+#undef v_hmax
+#undef vd_zero
+#undef v_acc_d
+#undef vd_hsum
+#undef vd_store_f
+#undef v_transpose8
+#endif
+
+static atomic_int simd_allowed = 1;
+
+void induct__simd_enable(int on) { atomic_store(&simd_allowed, on ? 1 : 0); }
+
+int induct__simd_active(void) {
+#ifdef INDUCT_AVX2
+    return atomic_load_explicit(&simd_allowed, memory_order_relaxed) &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return 0;
+#endif
+}
+
+size_t induct__attn_scratch_floats(size_t T, size_t dh) {
+    size_t Tp = attn_stride(T), Tr = attn_rows(T);
+    /* backward (the larger): V^T, packed K, Q, dz, then dS and a copy of the pattern */
+    size_t n = dh * Tp + 3 * T * dh + 2 * Tr * Tp;
+    return (n + 15) & ~(size_t)15; /* keep every thread's block 64-byte aligned */
+}
+
+void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt) {
+    size_t per = induct__attn_scratch_floats(T, dh);
+    float scale = 1.0f / sqrtf((float)dh);
+    int simd = induct__simd_active();
+    (void)simd;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = scratch + (size_t)tid * per;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx bh = 0; bh < (idx)(B * H); bh++) {
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
+            float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
+            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
+                        *vb = v + r0 * ldv + h * dh;
+#ifdef INDUCT_AVX2
+            if (simd) {
+                attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+                continue;
+            }
+#endif
+            attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+        }
+    }
+}
+
+void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
+                                  const float *q, size_t ldq, const float *k, size_t ldk,
+                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
+                                  size_t H, size_t dh, float *scratch, int nt) {
+    size_t per = induct__attn_scratch_floats(T, dh);
+    float scale = 1.0f / sqrtf((float)dh);
+    int simd = induct__simd_active();
+    (void)simd;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = scratch + (size_t)tid * per;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx bh = 0; bh < (idx)(B * H); bh++) {
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
+            const float *ab = att + (size_t)bh * T * T;
+            float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
+            const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
+                        *vb = v + r0 * ldv + o;
+#ifdef INDUCT_AVX2
+            if (simd) {
+                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
+                                 scale, sc);
+                continue;
+            }
+#endif
+            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
+                               scale, sc);
+        }
+    }
+}
+
+double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    PFOR
+    for (idx bt = 0; bt < (idx)(B * T); bt++) {
+        size_t b = (size_t)bt / T, p = (size_t)bt % T;
+        const float *l = logits + (size_t)bt * V;
+        double s;
+#ifdef INDUCT_AVX2
+        if (simd) s = lse_row_avx2(l, V);
+        else
+#endif
+            s = lse_row_scalar(l, V);
+        lse[bt] = (float)s;
+        if (p + 1 < T) losses[b * (T - 1) + p] = (float)(s - (double)l[tokens[bt + 1]]);
+    }
+    double sum = 0.0;
+    for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
+    return sum;
+}
+
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
+                               int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    PFOR
+    for (idx bt = 0; bt < (idx)(B * T); bt++) {
+        size_t p = (size_t)bt % T;
+        float *g = dlogits + (size_t)bt * V;
+        if (p == T - 1) {
+            memset(g, 0, V * sizeof *g);
+            continue;
+        }
+        const float *l = logits + (size_t)bt * V;
+#ifdef INDUCT_AVX2
+        if (simd) softmax_scaled_avx2(g, l, lse[bt], scale, V);
+        else
+#endif
+            softmax_scaled_scalar(g, l, lse[bt], scale, V);
+        g[tokens[bt + 1]] -= scale;
+    }
+}
+
+/* Parallel over fixed chunks of 4096 elements (boundaries independent of nt). */
+#define GELU_CHUNK 4096
+
+void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            gelu_fwd_avx2(out + i0, inp + i0, len);
+            continue;
+        }
+#endif
+        gelu_fwd_scalar(out + i0, inp + i0, len);
+    }
+}
+
+void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
+                                int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * GELU_CHUNK, len = n - i0 < GELU_CHUNK ? n - i0 : GELU_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            gelu_bwd_avx2(dinp + i0, inp + i0, dout + i0, len);
+            continue;
+        }
+#endif
+        gelu_bwd_scalar(dinp + i0, inp + i0, dout + i0, len);
+    }
+}
+
+void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
+                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
+                         size_t HD, int nt) {
+    size_t ld = 3 * HD;
+    PFOR
+    for (idx n = 0; n < (idx)(B * T); n++) {
+        const float *te = tab + (size_t)tokens[n] * ld, *tp = tab + (V + (size_t)n % T) * ld;
+        for (int x = 0; x < 3; x++) {
+            float *o = out[x] + (size_t)n * HD;
+            const float *e = te + x * HD, *p = tp + x * HD, *b = bias[x];
+            if (pos[x])
+                for (size_t j = 0; j < HD; j++) o[j] = (e[j] + p[j]) + b[j];
+            else
+                for (size_t j = 0; j < HD; j++) o[j] = e[j] + b[j];
+        }
+    }
+}
+
+static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, size_t ld,
+                          int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t nb = (C + 31) / 32;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        size_t c0 = (size_t)blk * 32, n = C - c0 < 32 ? C - c0 : 32;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            colsum32_avx2(dbias + c0, dout + c0, N, n, ld);
+            continue;
+        }
+#endif
+        colsum32_scalar(dbias + c0, dout + c0, N, n, ld);
+    }
+}
+
+void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
+                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t ld = 3 * HD, N = B * T;
+    memset(grp, 0, (V + T) * ld * sizeof *grp);
+    /* column blocks of 16 per thread; every output sums n in increasing order */
+    size_t per = (HD + 15) / 16, nb = 3 * per;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        int x = (int)((size_t)blk / per);
+        size_t c0 = ((size_t)blk % per) * 16, w = HD - c0 < 16 ? HD - c0 : 16;
+        float *ge = grp + x * HD + c0, *gp = pos[x] ? grp + V * ld + x * HD + c0 : NULL;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            group16_avx2(ge, gp, ld, d[x] + c0, HD, tokens, N, T, w);
+            continue;
+        }
+#endif
+        group16_scalar(ge, gp, ld, d[x] + c0, HD, tokens, N, T, w);
+    }
+}
+
+#define ADAMW_CHUNK 8192
+
+void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t n, float clip,
+                          float b1, float b2, float bc1, float bc2, float eps, float decay,
+                          float lr, int nt) {
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t chunks = (n + ADAMW_CHUNK - 1) / ADAMW_CHUNK;
+    if (chunks < 2) nt = 1;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * ADAMW_CHUNK, len = n - i0 < ADAMW_CHUNK ? n - i0 : ADAMW_CHUNK;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            adamw_avx2(p + i0, g + i0, m1 + i0, m2 + i0, len, clip, b1, b2, bc1, bc2, eps, decay,
+                       lr);
+            continue;
+        }
+#endif
+        adamw_scalar(p + i0, g + i0, m1 + i0, m2 + i0, len, clip, b1, b2, bc1, bc2, eps, decay,
+                     lr);
+    }
+}
+
+void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
+                            int nt) {
+    if (N * C < ((size_t)1 << 15)) nt = 1;
+    PFOR
+    for (idx n = 0; n < (idx)N; n++) {
+        float *o = out + (size_t)n * C;
+        if (inp) {
+            const float *x = inp + (size_t)n * C;
+            for (size_t i = 0; i < C; i++) o[i] = x[i] + bias[i];
+        } else {
+            memcpy(o, bias, C * sizeof *o);
+        }
+    }
+}
+
+void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
+                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt) {
+    /* column blocks of 16: every element still sums its rows in increasing n, as the
+     * serial induct__embed_backward / induct__pos_backward do (position t's rows are
+     * n = b T + t, b increasing) */
+    int simd = induct__simd_active();
+    (void)simd;
+    size_t nb = (D + 15) / 16;
+    if (B * T * D < ((size_t)1 << 16)) nt = 1;
+    PFOR
+    for (idx blk = 0; blk < (idx)nb; blk++) {
+        size_t c0 = (size_t)blk * 16, w = D - c0 < 16 ? D - c0 : 16;
+        float *gp = dW_pos ? dW_pos + c0 : NULL;
+#ifdef INDUCT_AVX2
+        if (simd) {
+            group16_avx2(dW_E + c0, gp, D, dout + c0, D, tokens, B * T, T, w);
+            continue;
+        }
+#endif
+        group16_scalar(dW_E + c0, gp, D, dout + c0, D, tokens, B * T, T, w);
+    }
+}
+
+void induct__zero(float *x, size_t n, int nt) {
+    size_t chunks = (n + 65535) / 65536;
+    if (chunks < 2) nt = 1;
+    PFOR
+    for (idx c = 0; c < (idx)chunks; c++) {
+        size_t i0 = (size_t)c * 65536, len = n - i0 < 65536 ? n - i0 : 65536;
+        memset(x + i0, 0, len * sizeof *x);
+    }
 }

@@ -79,3 +79,83 @@ void induct__xent_backward(float *dlogits, const float *logits, const int32_t *t
 void induct__add_inplace(float *a, const float *b, size_t n, int nt);
 
 #endif
+
+/* ---- fused kernels (issue 9: performance) ---------------------------------------------
+ * Vectorised with AVX2+FMA when the CPU has them (runtime check), otherwise a scalar path
+ * that performs the same operations in the same order (fmaf is correctly rounded), so
+ * both paths give bit-identical results. Parallel over (batch, head) pairs only. */
+
+/* exp(x) for one float (Cephes-style polynomial, about 1 ulp): the function the fused
+ * kernels use. 0 for x < -87.3, NaN propagates. Meant for x <= 0 (softmax, log-sum-exp). */
+float induct__expf(float x);
+
+/* Floats of per-thread scratch the fused attention kernels need for (T, d_head). */
+size_t induct__attn_scratch_floats(size_t T, size_t dh);
+
+/* Causal attention computing only k <= p, with scores, mask and softmax fused per row.
+ * Same outputs as induct__attention_forward (att [B,H,T,T] with exact zeros above the
+ * diagonal; z [B,T,H,dh]). q, k, v, z rows have strides ldq, ldk, ldv, ldz (>= H*dh);
+ * head h of row (b,t) starts at h*dh. scratch: nt * induct__attn_scratch_floats(T, dh). */
+void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt);
+/* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
+ * dz stride ldz); only k <= p touched. */
+void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
+                                  const float *q, size_t ldq, const float *k, size_t ldk,
+                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
+                                  size_t H, size_t dh, float *scratch, int nt);
+
+/* Cross-entropy forward that also keeps lse[B*T] = log-sum-exp of every logits row
+ * (rows at p = T-1 included) for induct__xent_backward_lse. losses as induct__xent_forward. */
+double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
+/* dlogits (overwrite) = (exp(logits - lse) - onehot) * scale for p < T-1, 0 at p = T-1. */
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
+                               int nt);
+
+/* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
+ * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about
+ * 1e-7 against tanhf). */
+void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt);
+void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
+                                int nt);
+
+/* Layer 0 folded into the embeddings. tab [V + T][3*HD]: rows 0..V-1 hold W_E W_X, rows
+ * V.. hold W_pos W_X, X = Q, K, V at columns x*HD. out[x][n] = (tab[tok_n][x] +
+ * tab[V + t_n][x] when pos[x]) + bias[x], n = b*T + t, rows of HD floats. */
+void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
+                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
+                         size_t HD, int nt);
+/* grp [V + T][3*HD] = (overwrite) per-token sums of d[x] (rows 0..V-1) and, when pos[x],
+ * per-position sums (rows V..V+T-1; else left 0); n summed in increasing order. */
+void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
+                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt);
+
+/* AdamW update of n parameters: exactly the per-element float operations of optim.c's
+ * loop (so every path and thread count gives the same bits), vectorised and parallel over
+ * fixed chunks. */
+void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t n, float clip,
+                          float b1, float b2, float bc1, float bc2, float eps, float decay,
+                          float lr, int nt);
+
+/* C[M,N] = inp[M,N] + bias[N] + A[M,K] B[K,N] (inp may be NULL: C = bias + A B), rows
+ * of C, inp, A with strides ldc, ldi, lda; bias added before the product (beta = 1). */
+void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                       size_t ldi, const float *bias);
+/* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
+void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
+                            int nt);
+
+/* induct__embed_backward with the same per-element order, parallel over column blocks. */
+void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
+                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
+
+/* x[0..n) = 0, in parallel chunks. */
+void induct__zero(float *x, size_t n, int nt);
+
+/* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
+void induct__simd_enable(int on);
+int induct__simd_active(void);

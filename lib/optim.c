@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "induct_internal.h"
+#include "kernels.h"
 
 typedef struct param_spec {
     double lo, hi;
@@ -163,15 +164,11 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *o, double *grad_norm_out)
             float bc1 = (float)(1.0 - pow(o->beta1, (double)t));
             float bc2 = (float)(1.0 - pow(o->beta2, (double)t));
             float eps = (float)o->eps;
-            for (size_t i = 0; i < tn->numel; i++) {
-                float gi = gp[i] * clip;
-                m1[i] = b1 * m1[i] + (1.0f - b1) * gi;
-                m2[i] = b2 * m2[i] + (1.0f - b2) * gi * gi;
-                float mh = m1[i] / bc1, vh = m2[i] / bc2;
-                /* decoupled decay first (as torch.optim.AdamW), then the Adam update */
-                p[i] -= decay * p[i];
-                p[i] -= flr * mh / (sqrtf(vh) + eps);
-            }
+            /* per element: g *= clip; m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g g;
+             * decoupled decay first (as torch.optim.AdamW), then
+             * p -= lr (m1/bc1) / (sqrt(m2/bc2) + eps); vectorised in kernels.c */
+            induct__adamw_update(p, gp, m1, m2, tn->numel, clip, b1, b2, bc1, bc2, eps, decay,
+                                 flr, induct__nt(m));
         } else {
             float mu = (float)o->momentum;
             for (size_t i = 0; i < tn->numel; i++) {

@@ -1,0 +1,259 @@
+/* bench_step: the libinduct side of bench/bench.py (not a test).
+ *
+ *   bench_step step [--vocab V] [--seq T] [--d-model D] [--heads H] [--layers L]
+ *                   [--mlp M] [--layernorm 0|1] [--batch B] [--threads N]
+ *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01) and
+ *       serves commands on stdin, one per line, answering one JSON line each:
+ *         warm N   N untimed training steps
+ *         run N    N timed training steps: {"ms": [...], "cpu_ms": [...]} (wall and
+ *                  process CPU time per step)
+ *         eval N   N timed forward-only passes (induct_model_forward, no logits copy):
+ *                  {"ms": [...]}
+ *         evalb B N  N timed forward-only passes at batch B (the first one may grow the
+ *                  workspace): {"ms": [...]}
+ *         scores S N N timed calls of the induction score and the previous-token score
+ *                  on S sequences of a repeated-random-token dataset: {"ms": [...]}
+ *         rss      {"peak_rss_kib": ..., "base_rss_kib": ..., "n_params": ...}
+ *         quit
+ *   bench_step roof [--threads N] [--size S] [--reps R]
+ *       Times cblas_sgemm (OpenBLAS, OpenMP build, N threads) on S x S x S from warm
+ *       buffers: {"gflops": best, "median_gflops": ...}.
+ *
+ * Tokens: 4 fixed batches of uniform random ids, used in turn (the data path is
+ * not timed). One process per model so that peak RSS is the model's.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <induct/induct.h>
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static long rss_kib(const char *field) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n)) v = strtol(line + n, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static void die(int rc, const char *what) {
+    if (rc == INDUCT_OK) return;
+    fprintf(stderr, "bench_step: %s: %s (%s)\n", what, induct_status_name(rc),
+            induct_last_error_message());
+    exit(1);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int roof(int argc, char **argv) {
+    int threads = 1, size = 1024, reps = 10;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--size")) size = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--reps")) reps = atoi(argv[i + 1]);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(threads); /* our own process: OpenBLAS-OpenMP sizes its team from it */
+#endif
+    size_t n = (size_t)size * size;
+    float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+    if (!a || !b || !c) return 1;
+    for (size_t i = 0; i < n; i++) {
+        a[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+        b[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+        c[i] = 0.0f;
+    }
+    /* small products run many times per sample so one sample lasts >= ~20 ms */
+    double flop = 2.0 * size * (double)size * size;
+    int inner = (int)(4e9 / flop);
+    if (inner < 1) inner = 1;
+    double best = 0, *g = malloc(sizeof(double) * (size_t)reps);
+    for (int r = -1; r < reps; r++) {
+        double t0 = now_ms();
+        for (int k = 0; k < inner; k++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, size, size, size, 1.0f, a, size,
+                        b, size, 0.0f, c, size);
+        double ms = now_ms() - t0;
+        if (r < 0) continue; /* warm-up */
+        g[r] = flop * inner / (ms * 1e6);
+        if (g[r] > best) best = g[r];
+    }
+    qsort(g, (size_t)reps, sizeof *g, cmp_double);
+    printf("{\"size\": %d, \"threads\": %d, \"gflops\": %.2f, \"median_gflops\": %.2f}\n", size,
+           threads, best, g[reps / 2]);
+    free(a);
+    free(b);
+    free(c);
+    free(g);
+    return 0;
+}
+
+static int step(int argc, char **argv) {
+    unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        if (!strcmp(argv[i], "--vocab")) V = v;
+        else if (!strcmp(argv[i], "--seq")) T = v;
+        else if (!strcmp(argv[i], "--d-model")) D = v;
+        else if (!strcmp(argv[i], "--heads")) H = v;
+        else if (!strcmp(argv[i], "--layers")) L = v;
+        else if (!strcmp(argv[i], "--mlp")) M = v;
+        else if (!strcmp(argv[i], "--layernorm")) LN = v;
+        else if (!strcmp(argv[i], "--batch")) B = v;
+        else if (!strcmp(argv[i], "--threads")) threads = v;
+        else {
+            fprintf(stderr, "bench_step: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    long base_rss = rss_kib("VmRSS:");
+    induct_model_config c;
+    die(induct_model_config_init(&c, sizeof c), "config");
+    c.n_layers = L;
+    c.d_model = D;
+    c.n_heads = H;
+    c.d_mlp = M;
+    c.n_ctx = T;
+    c.d_vocab = V;
+    c.layer_norm = LN;
+    c.positional = INDUCT_POS_STANDARD;
+    c.init = INDUCT_INIT_TORCH;
+    c.n_threads = threads;
+    c.seed = 1;
+    induct_model *m;
+    die(induct_model_new(&m, &c), "model");
+    induct_optimizer *o;
+    die(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW), "optimizer");
+    die(induct_optimizer_set(o, INDUCT_OPT_LR, 1e-3), "lr");
+    die(induct_optimizer_set(o, INDUCT_OPT_WEIGHT_DECAY, 0.01), "wd");
+    enum { NB = 4 };
+    size_t n = (size_t)B * T;
+    int32_t *tok = malloc(NB * n * sizeof *tok);
+    if (!tok) return 1;
+    uint64_t s = 12345;
+    for (size_t i = 0; i < NB * n; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        tok[i] = (int32_t)((s >> 33) % V);
+    }
+    size_t it = 0;
+    char line[128];
+    double *ms = NULL, *cpu = NULL;
+    size_t ms_cap = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        char cmd[16] = {0};
+        long k = 0, k2 = 0;
+        int nf = sscanf(line, "%15s %ld %ld", cmd, &k, &k2);
+        if (nf < 1) continue;
+        if (!strcmp(cmd, "quit")) break;
+        if (!strcmp(cmd, "evalb") || !strcmp(cmd, "scores")) {
+            if (nf < 3 || k < 1 || k2 < 1) continue;
+            int sc = !strcmp(cmd, "scores");
+            size_t nb = (size_t)k * T;
+            int32_t *tb = malloc(nb * sizeof *tb);
+            induct_dataset *d = NULL;
+            induct_rrt_config rc;
+            die(induct_rrt_config_init(&rc, sizeof rc), "rrt config");
+            rc.d_vocab = V;
+            rc.seed = 7;
+            die(induct_dataset_new_rrt(&d, &rc), "rrt");
+            die(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, (uint32_t)k, T, tb, nb, NULL, 0),
+                "batch");
+            float out[4096];
+            size_t len;
+            printf("{\"ms\": [");
+            for (long j = 0; j < k2; j++) {
+                double t0 = now_ms();
+                if (sc) {
+                    die(induct_analysis_induction_score(m, d, (uint32_t)k, T, out, 4096, &len),
+                        "induction score");
+                    die(induct_analysis_previous_token_score(m, d, (uint32_t)k, T, out, 4096,
+                                                             &len),
+                        "previous-token score");
+                } else {
+                    die(induct_model_forward(m, tb, (uint32_t)k, T, NULL, 0, NULL, 0, NULL),
+                        "forward");
+                }
+                printf("%s%.4f", j ? ", " : "", now_ms() - t0);
+            }
+            printf("]}\n");
+            fflush(stdout);
+            induct_dataset_free(d);
+            free(tb);
+            continue;
+        }
+        if (!strcmp(cmd, "rss")) {
+            printf("{\"peak_rss_kib\": %ld, \"base_rss_kib\": %ld, \"n_params\": %zu}\n",
+                   rss_kib("VmHWM:"), base_rss, induct_model_n_params(m));
+            fflush(stdout);
+            continue;
+        }
+        if (k < 0) k = 0;
+        if ((size_t)k > ms_cap) {
+            ms = realloc(ms, (size_t)k * sizeof *ms);
+            cpu = realloc(cpu, (size_t)k * sizeof *cpu);
+            ms_cap = (size_t)k;
+        }
+        int timed = strcmp(cmd, "warm") != 0, eval = !strcmp(cmd, "eval");
+        for (long j = 0; j < k; j++) {
+            const int32_t *tb = tok + (it++ % NB) * n;
+            double t0 = now_ms(), c0 = cpu_ms(), loss;
+            if (eval)
+                die(induct_model_forward(m, tb, B, T, NULL, 0, NULL, 0, &loss), "forward");
+            else
+                die(induct_train_step_tokens(o, tb, B, T, &loss), "train step");
+            if (timed) {
+                ms[j] = now_ms() - t0;
+                cpu[j] = cpu_ms() - c0;
+            }
+        }
+        if (timed) {
+            printf("{\"ms\": [");
+            for (long j = 0; j < k; j++) printf("%s%.4f", j ? ", " : "", ms[j]);
+            printf("], \"cpu_ms\": [");
+            for (long j = 0; j < k; j++) printf("%s%.4f", j ? ", " : "", cpu[j]);
+            printf("]}\n");
+        } else {
+            printf("{}\n");
+        }
+        fflush(stdout);
+    }
+    free(ms);
+    free(cpu);
+    free(tok);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "roof")) return roof(argc, argv);
+    if (argc >= 2 && !strcmp(argv[1], "step")) return step(argc, argv);
+    fprintf(stderr, "usage: bench_step step|roof [options] (see bench/README.md)\n");
+    return 2;
+}
