@@ -54,6 +54,11 @@ static void clear_dir(void) {
     if (dd) closedir(dd);
 }
 
+static void remove_dir(void) {
+    clear_dir();
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 8) return 0;
     induct_error_clear();
@@ -78,6 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!dir[0]) {
             snprintf(dir, sizeof dir, "/dev/shm/induct-fuzz-text-%ld", (long)getpid());
             mkdir(dir, 0700);
+            atexit(remove_dir);
         }
         size_t start = 0;
         int k = 0;
