@@ -15,3 +15,19 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print
 scripts/abi-check.sh build-asan
 # Fuzzing: 20000 executions per libFuzzer target with a fixed seed (clang build-fuzz).
 tests/fuzz/run.sh 20000
+# One plain closing line over both meson runs (release + sanitizers).
+/usr/bin/python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[1:]:
+    for line in open(path, encoding="utf-8"):
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
+sys.exit(1 if failed else 0)
+PY
