@@ -13,8 +13,14 @@ static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, 
     INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
                    "analysis: dataset vocabulary %u exceeds the model's d_vocab %u", d->d_vocab,
                    m->cfg.d_vocab);
-    size_t n;
-    INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n), INDUCT_ELIMIT, "analysis: size overflow");
+    INDUCT_FAIL_IF(T < 2, INDUCT_EINVAL, "analysis: seq_len must be >= 2 (got %u)", T);
+    INDUCT_FAIL_IF(T > m->cfg.n_ctx, INDUCT_ERANGE, "analysis: seq_len %u exceeds the model's "
+                   "n_ctx %u", T, m->cfg.n_ctx);
+    size_t n, bytes;
+    INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n) || !induct__mul(n + n_seq, sizeof(int32_t), &bytes),
+                   INDUCT_ELIMIT, "analysis: %u sequences of %u tokens overflow size_t", n_seq, T);
+    /* the forward pass must fit before the tokens are generated */
+    INDUCT_TRY(induct__model_check_workspace(m, n_seq, T, bytes));
     int32_t *t = malloc(n * sizeof *t), *mt = malloc((size_t)n_seq * sizeof *mt);
     if (!t || !mt) {
         free(t);
@@ -94,6 +100,10 @@ static int head_pass(induct_model *m, const induct_dataset *d, uint32_t n_seq, u
     hs->cnt = calloc(nh, sizeof *hs->cnt);
     int rc = (!hs->s || !hs->cnt) ? induct__fail(INDUCT_ENOMEM, "analysis: out of memory")
                                   : induct__forward_chunks(m, tok, n_seq, T, fn, hs, NULL);
+    /* induct_model_interrupt() from another thread during the pass (the flag was
+     * cleared when the call started) */
+    if (rc == INDUCT_OK && atomic_load(&m->interrupt))
+        rc = induct__fail(INDUCT_EINTERRUPTED, "analysis: interrupted (induct_model_interrupt)");
     free(tok);
     free(meta);
     hs->meta = NULL;

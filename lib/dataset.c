@@ -15,6 +15,7 @@ static int ds_alloc(induct_dataset **out, int kind) {
 
 INDUCT_API void induct_dataset_free(induct_dataset *d) {
     if (!d) return;
+    induct__stream_free(d->stream);
     free(d->tokens);
     free(d);
 }
@@ -28,6 +29,9 @@ INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_con
     induct_rrt_config_init(&c, sizeof c);
     INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_rrt_config"));
     INDUCT_FAIL_IF(c.d_vocab == 0, INDUCT_EINVAL, "rrt config: d_vocab must be >= 1");
+    /* ids are int32: the largest, d_vocab - 1, must fit */
+    INDUCT_FAIL_IF(c.d_vocab > (uint32_t)INT32_MAX + 1u, INDUCT_EINVAL,
+                   "rrt config: d_vocab %u exceeds 2^31 (token ids are int32)", c.d_vocab);
     if (c.token_hi == 0) c.token_hi = c.d_vocab;
     INDUCT_FAIL_IF(c.n_repeats < 2, INDUCT_EINVAL, "rrt config: n_repeats must be >= 2 (got %u)",
                    c.n_repeats);
@@ -62,13 +66,13 @@ INDUCT_API int induct_dataset_new_tokens(induct_dataset **out, const int32_t *to
     INDUCT_FAIL_IF(!tokens || n == 0, INDUCT_EINVAL,
                    "induct_dataset_new_tokens: tokens is NULL or empty");
     INDUCT_FAIL_IF(d_vocab == 0, INDUCT_EINVAL, "induct_dataset_new_tokens: d_vocab is 0");
+    size_t bytes; /* before reading: no array of n int32 can be larger than SIZE_MAX */
+    INDUCT_FAIL_IF(!induct__mul(n, sizeof(int32_t), &bytes), INDUCT_ELIMIT,
+                   "induct_dataset_new_tokens: %zu tokens overflow size_t", n);
     for (size_t i = 0; i < n; i++)
         INDUCT_FAIL_IF(tokens[i] < 0 || (uint32_t)tokens[i] >= d_vocab, INDUCT_ERANGE,
                        "induct_dataset_new_tokens: token %zu is %d, outside [0, %u)", i,
                        tokens[i], d_vocab);
-    size_t bytes;
-    INDUCT_FAIL_IF(!induct__mul(n, sizeof(int32_t), &bytes), INDUCT_ELIMIT,
-                   "induct_dataset_new_tokens: %zu tokens overflow size_t", n);
     induct_dataset *d = NULL;
     INDUCT_TRY(ds_alloc(&d, INDUCT__DS_TOKENS));
     d->tokens = malloc(bytes);
@@ -93,6 +97,11 @@ static int rrt_bounds(const induct_rrt_config *c, uint32_t T, uint32_t *lo, uint
                    "rrt: seq_len %u holds blocks of at most %u tokens x %u repeats; the config "
                    "asks for %u..%u",
                    T, fit, c->n_repeats, c->min_block, mx);
+    /* max_block = 0 is only bounded by T here, which creation could not check */
+    INDUCT_FAIL_IF(c->distinct_block && mx > c->token_hi - c->token_lo, INDUCT_ERANGE,
+                   "rrt: seq_len %u allows blocks of up to %u tokens, but a distinct block "
+                   "cannot be longer than the %u ids of [%u, %u); set max_block",
+                   T, mx, c->token_hi - c->token_lo, c->token_lo, c->token_hi);
     *lo = c->min_block;
     *hi = mx;
     return INDUCT_OK;
@@ -139,6 +148,9 @@ INDUCT_API int induct_dataset_batch(const induct_dataset *d, uint32_t split, uin
                    "induct_dataset_batch: meta needs %u, buffer holds %zu", B, meta_cap);
     induct__rng r;
     induct__rng_seed3(&r, d->seed, split + 1, index);
+    if (d->kind == INDUCT__DS_KV) return induct__kv_batch(d, &r, B, T, tokens_out, meta_out, NULL);
+    if (d->kind == INDUCT__DS_STREAM)
+        return induct__stream_batch(d, split, index, B, T, tokens_out, meta_out);
     if (d->kind == INDUCT__DS_RRT) {
         uint32_t lo = 0, hi = 0;
         INDUCT_TRY(rrt_bounds(&d->rrt, T, &lo, &hi));

@@ -4,6 +4,17 @@
 
 #include "induct_internal.h"
 
+/* The enum in induct.h is written out (so that each code is documented); the
+ * table is what the lookups below use. Both must agree. */
+#define SAME_(name, value, msg) \
+    _Static_assert(INDUCT_##name == (value), "induct_status and INDUCT_STATUS_MAP differ: " #name);
+INDUCT_STATUS_MAP(SAME_)
+#undef SAME_
+#define COUNT_(name, value, msg) +1
+_Static_assert(0 INDUCT_STATUS_MAP(COUNT_) == 1 - INDUCT_STATUS_MIN_,
+               "INDUCT_STATUS_MIN_ must be the last status of INDUCT_STATUS_MAP");
+#undef COUNT_
+
 static _Thread_local char last_msg[512];
 static _Thread_local int last_code;
 

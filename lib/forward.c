@@ -264,23 +264,52 @@ static float *ws_alloc(size_t bytes) {
     return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 }
 
+#define WS_FLOATS_MAX ((size_t)1 << 36)
+
+/* Lay out (B, T) and check the fixed limit; the cached shape is forgotten first. */
+static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {
+    /* layout() rewrites every activation offset: from here on the offsets describe
+     * (B, T), not the cached shape, so the cached shape is forgotten (else the next
+     * call with the old shape would use the new offsets) */
+    m->ws_B = m->ws_T = 0;
+    /* CBLAS takes int sizes: the B*T rows of every activation matrix must fit (the
+     * other dimensions are bounded by the parameter limit) */
+    INDUCT_FAIL_IF((uint64_t)B * T > INT32_MAX, INDUCT_ELIMIT,
+                   "batch %u x seq_len %u is above 2^31 - 1 positions (BLAS sizes are int)",
+                   B, T);
+    *need = layout(m, B, T);
+    INDUCT_FAIL_IF(*need == 0, INDUCT_ELIMIT,
+                   "workspace for batch %u x seq_len %u overflows size_t", B, T);
+    INDUCT_FAIL_IF(*need > WS_FLOATS_MAX, INDUCT_ELIMIT,
+                   "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
+                   *need);
+    return INDUCT_OK;
+}
+
+int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra) {
+    size_t need = 0;
+    INDUCT_TRY(ws_need(m, B, T, &need));
+    uint64_t grow = need > m->ws_cap ? (uint64_t)(need - m->ws_cap) * sizeof(float) : 0;
+    return induct__model_reserve(m, grow + extra, 0, "the activation workspace");
+}
+
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     if (m->ws && m->ws_B == B && m->ws_T == T && m->ws_nt == m->cfg.n_threads) return INDUCT_OK;
-    size_t need = layout(m, B, T);
-    INDUCT_FAIL_IF(need == 0, INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u overflows size_t", B, T);
-    INDUCT_FAIL_IF(need > ((size_t)1 << 36), INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
-                   need);
+    size_t need = 0;
+    INDUCT_TRY(ws_need(m, B, T, &need));
     if (need > m->ws_cap) {
-        float *w = ws_alloc(need * sizeof(float));
-        if (!w) {
-            m->ws_B = m->ws_T = 0;
-            return induct__fail(INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
-        }
+        uint64_t old = (uint64_t)m->ws_cap * sizeof(float), want = (uint64_t)need * sizeof(float);
+        INDUCT_TRY(induct__model_reserve(m, want, old, "the activation workspace"));
+        /* the old workspace goes first, so the peak is the new size only */
         free(m->ws);
+        m->ws = NULL;
+        m->ws_cap = 0;
+        induct__model_held(m, 0, old);
+        float *w = ws_alloc(need * sizeof(float));
+        INDUCT_FAIL_IF(!w, INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
         m->ws = w;
         m->ws_cap = need;
+        induct__model_held(m, want, 0);
     }
     m->ws_B = B;
     m->ws_T = T;
@@ -290,6 +319,8 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
 
 int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                     double *mean_loss) {
+    if (m->abl.active && m->abl.phase == INDUCT__ABL_PHASE_IDLE) /* analysis (issue 4) */
+        return induct__ablation_forward(m, tokens, B, T, mean_loss);
     INDUCT_TRY(induct__model_workspace(m, B, T));
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
@@ -324,6 +355,7 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
         /* causal half only (k <= p), scores + mask + softmax fused per query row */
         induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
                                     B, T, H, dh, W(m->g_att), nt);
+        if (m->abl.active) induct__ablation_hook(m, l, B, T); /* analysis (issue 4) */
         /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
         induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
                           W(a->resid_pre), D, P(o->b_O));
@@ -344,22 +376,35 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
     double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_logits), tokens, B,
                                           T, V, nt);
-    double mean = sum / ((double)B * (T - 1));
+    double count = (double)B * (T - 1);
+    if (m->loss_only) { /* datasets (issue 3): one scored position per row */
+        const float *ls = W(m->a_losses);
+        sum = 0.0;
+        for (size_t b = 0; b < B; b++) sum += ls[b * (T - 1) + m->loss_only - 1];
+        count = (double)B;
+    }
+    double mean = sum / count;
     INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", mean);
     if (mean_loss) *mean_loss = mean;
     return INDUCT_OK;
 }
 
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
+    INDUCT_FAIL_IF(m->abl.active, INDUCT_ESTATE, /* analysis (issue 4) */
+                   "backward: %u head(s) are ablated; clear the ablations first",
+                   m->abl.active);
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    float scale = (float)(1.0 / ((double)B * (T - 1)));
+    float scale = (float)(1.0 / ((double)B * (m->loss_only ? 1 : T - 1)));
     induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
                               nt);
+    if (m->loss_only) /* datasets (issue 3): only the scored position has a gradient */
+        for (size_t n = 0; n < N; n++)
+            if (n % T != m->loss_only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
     /* unembed: logits = lnf W_U + b_U */
     float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
     linear_backward_new(m, dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
@@ -506,7 +551,10 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
                                     float *losses_out, size_t losses_cap, double *mean_loss_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_forward: model is NULL");
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    size_t n_logits = (size_t)B * T * m->cfg.d_vocab, n_losses = (size_t)B * (T - 1);
+    size_t n_logits, n_losses = (size_t)B * (T - 1); /* < 2^64: B, T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
+                   "induct_model_forward: batch %u x seq_len %u x d_vocab %u logits overflow "
+                   "size_t", B, T, m->cfg.d_vocab);
     INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
                    "induct_model_forward: logits need %zu floats, buffer holds %zu", n_logits,
                    logits_cap);
@@ -554,7 +602,10 @@ INDUCT_API int induct_model_attention(induct_model *m, const int32_t *tokens, ui
                                       float *out, size_t out_cap, size_t *out_len) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_attention: model is NULL");
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, 1, T));
-    size_t per = (size_t)T * T, need = (size_t)m->cfg.n_layers * m->cfg.n_heads * per;
+    size_t per = (size_t)T * T, need; /* T*T < 2^64: T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul((size_t)m->cfg.n_layers * m->cfg.n_heads, per, &need),
+                   INDUCT_ELIMIT, "induct_model_attention: n_layers x n_heads x seq_len^2 "
+                   "overflows size_t");
     if (out_len) *out_len = need;
     INDUCT_FAIL_IF(!out || out_cap < need, INDUCT_EBUFSIZE,
                    "induct_model_attention: needs %zu floats, buffer holds %zu", need,

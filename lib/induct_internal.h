@@ -100,6 +100,24 @@ typedef struct induct__layer_act {
 #define INDUCT__ABL_ZERO 1
 #define INDUCT__ABL_MEAN 2
 
+/* analysis (issue 4): head-ablation state. With `active == 0` the forward pass is
+ * untouched (bit-identical to a never-ablated model). */
+#define INDUCT__ABL_PHASE_IDLE 0   /* no ablated forward in progress */
+#define INDUCT__ABL_PHASE_RECORD 1 /* clean pass of a pattern-preserving forward */
+#define INDUCT__ABL_PHASE_APPLY 2  /* ablated pass */
+typedef struct induct__ablation {
+    uint8_t *mode;        /* [n_layers * n_heads] INDUCT__ABL_*, NULL until first use */
+    uint32_t active;      /* number of ablated heads */
+    uint32_t first_layer; /* earliest layer with an ablated head (valid when active) */
+    uint32_t preserve;    /* pattern-preserving: freeze patterns of layers > first_layer */
+    uint32_t phase;       /* INDUCT__ABL_PHASE_* */
+    float *mean;          /* [n_layers][n_heads][mean_T][d_head] */
+    uint32_t mean_T;      /* positions in `mean` (1 when pooled) */
+    uint32_t mean_per_pos;
+    float *frozen;        /* clean patterns [n_layers - first_layer - 1][B][H][T][T] */
+    size_t frozen_cap;    /* floats */
+} induct__ablation;
+
 struct induct_model {
     induct_model_config cfg; /* normalised: d_head resolved, n_threads >= 1 */
     atomic_int refcount;
@@ -128,6 +146,14 @@ struct induct_model {
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
+    induct__ablation abl; /* analysis (issue 4): head ablations in force */
+    /* datasets (issue 3): 0 = the loss is the mean over every position; p + 1 = only
+     * position p of each row is scored (set by induct_train_step for a dataset with
+     * one scored position, e.g. key-value retrieval; 0 otherwise). */
+    uint32_t loss_only;
+    /* hardening (issue 7): bytes held for this model (parameters, gradients, tables,
+     * workspace, staging, optimizer moments), capped by cfg.max_bytes */
+    _Atomic uint64_t mem_held;
 };
 
 int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, uint32_t B,
@@ -150,12 +176,49 @@ int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, u
 /* Backward after induct__forward with the same tokens: grads overwritten. */
 int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
+/* analysis (issue 4), lib/analysis_ablation.c: the ablated forward (called by
+ * induct__forward when heads are ablated), the per-layer hook called right after a
+ * layer's attention has computed z, and the release of the state. */
+int induct__ablation_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                             double *mean_loss);
+void induct__ablation_hook(induct_model *m, uint32_t layer, uint32_t B, uint32_t T);
+void induct__ablation_free(induct_model *m);
 void induct__model_ref(induct_model *m);
+/* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
+ * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and
+ * records nothing: call induct__model_held() after the allocation succeeded. */
+int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
+                          const char *what);
+void induct__model_held(induct_model *m, uint64_t add, uint64_t release);
+/* A byte total of several buffers, checked: add `count` elements of `elem` bytes. */
+typedef struct induct__bytes {
+    uint64_t n;
+    int overflow;
+} induct__bytes;
+static inline void induct__bytes_add(induct__bytes *b, uint64_t count, uint64_t elem) {
+    if (elem && count > UINT64_MAX / elem) {
+        b->overflow = 1;
+        return;
+    }
+    if (b->n > UINT64_MAX - count * elem) b->overflow = 1;
+    else b->n += count * elem;
+}
+/* forward.c: would the workspace for (B, T), plus `extra` bytes of temporaries of the
+ * calling function, fit the fixed limit and the cap? Forgets the cached layout (the
+ * next pass lays it out again); allocates nothing. */
+int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra);
+/* checkpoint.c: the loaders over a buffer instead of a file (fuzzing, tests). */
+int induct__model_load_mem(induct_model **out, const void *data, size_t len);
+int induct__optimizer_load_mem(induct_optimizer **out, induct_model *m, const void *data,
+                               size_t len);
 static inline float *induct__ws(const induct_model *m, size_t off) { return m->ws + off; }
 
 /* ---- datasets --------------------------------------------------------------- */
 #define INDUCT__DS_RRT 1
 #define INDUCT__DS_TOKENS 2
+#define INDUCT__DS_KV 3     /* datasets (issue 3): key-value retrieval generator */
+#define INDUCT__DS_STREAM 4 /* datasets (issue 3): text and token files (dataset_stream.c) */
+struct induct__stream;
 struct induct_dataset {
     int kind;
     uint32_t d_vocab;
@@ -163,7 +226,21 @@ struct induct_dataset {
     induct_rrt_config rrt;
     int32_t *tokens;
     size_t n_tokens;
+    /* datasets (issue 3) */
+    induct_kv_config kv;           /* INDUCT__DS_KV, normalised (token_hi resolved) */
+    struct induct__stream *stream; /* INDUCT__DS_STREAM */
 };
+/* datasets (issue 3): the batch of a KV dataset (dataset_kv.c); `info` is
+ * [B][INDUCT_KV_INFO_COLS] or NULL, `meta` [B] or NULL. */
+int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32_t T,
+                     int32_t *tokens, int32_t *meta, int32_t *info);
+/* datasets (issue 3): windows of a text / token-file dataset (dataset_stream.c). */
+int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
+                         uint32_t T, int32_t *tokens, int32_t *meta);
+void induct__stream_free(struct induct__stream *s);
+/* datasets (issue 3): the model's loss_only for training on rows of length T of this
+ * dataset (0 = every position). */
+uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T);
 
 /* ---- optimizer -------------------------------------------------------------- */
 struct induct_optimizer {

@@ -47,6 +47,7 @@ static void build_table(induct_model *m, table_builder *tb) {
     if (c->positional != INDUCT_POS_NONE)
         m->W_pos = add_tensor(tb, "pos_embed.W_pos", 2, c->n_ctx, D, 0);
     for (uint32_t l = 0; l < c->n_layers; l++) {
+        size_t total0 = tb->total, n0 = tb->n;
         induct__layer_off lo;
         for (size_t i = 0; i < sizeof lo / sizeof(size_t); i++) ((size_t *)&lo)[i] = INDUCT_NONE;
 #define T_(field, suffix, nd, a, b, cc)                                                    \
@@ -77,6 +78,17 @@ static void build_table(induct_model *m, table_builder *tb) {
         }
 #undef T_
         if (m->L) m->L[l] = lo;
+        if (!tb->t && c->n_layers > 1) {
+            /* counting pass: every layer has layer 0's shapes, so count the other
+             * n_layers - 1 at once (n_layers may be near 2^32) */
+            size_t rest, rest_n;
+            if (!induct__mul(tb->total - total0, c->n_layers - 1, &rest) ||
+                !induct__add(tb->total, rest, &tb->total) ||
+                !induct__mul(tb->n - n0, c->n_layers - 1, &rest_n) ||
+                !induct__add(tb->n, rest_n, &tb->n))
+                tb->overflow = 1;
+            break;
+        }
     }
     m->lnf_w = m->lnf_b = INDUCT_NONE;
     if (c->layer_norm) {
@@ -177,6 +189,7 @@ static void model_destroy(induct_model *m) {
     free(m->A);
     free(m->ws);
     free(m->tok_ws);
+    induct__ablation_free(m); /* analysis (issue 4) */
     free(m);
 }
 
@@ -187,18 +200,17 @@ INDUCT_API void induct_model_free(induct_model *m) {
     if (atomic_fetch_sub(&m->refcount, 1) == 1) model_destroy(m);
 }
 
+#define TABLE_BYTES_MAX ((uint64_t)1 << 30)
+
 static int model_alloc(induct_model **out, const induct_model_config *c) {
     induct_model *m = calloc(1, sizeof *m);
     INDUCT_FAIL_IF(!m, INDUCT_ENOMEM, "out of memory allocating a model");
     m->cfg = *c;
     atomic_init(&m->refcount, 1);
     atomic_init(&m->interrupt, 0);
-    m->L = calloc(c->n_layers, sizeof *m->L);
-    m->A = calloc(c->n_layers, sizeof *m->A);
-    if (!m->L || !m->A) {
-        model_destroy(m);
-        return induct__fail(INDUCT_ENOMEM, "out of memory allocating layer tables");
-    }
+    atomic_init(&m->mem_held, 0);
+    /* count first (m->L is NULL, so nothing is stored): the limits are checked before
+     * anything proportional to the config is allocated */
     table_builder tb = {0};
     build_table(m, &tb);
     if (tb.overflow || tb.total > INDUCT_MAX_PARAMS) {
@@ -206,6 +218,33 @@ static int model_alloc(induct_model **out, const induct_model_config *c) {
         return induct__fail(INDUCT_ELIMIT,
                             "model config asks for %s parameters (limit 2^31)",
                             tb.overflow ? "more than SIZE_MAX" : "too many");
+    }
+    /* bookkeeping: a tensor table entry and two per-layer tables; with tiny layers
+     * these outgrow the parameters themselves, so they have their own limit */
+    uint64_t tables = (uint64_t)c->n_layers * (sizeof *m->L + sizeof *m->A);
+    if (tb.n > TABLE_BYTES_MAX / sizeof *tb.t ||
+        tables + tb.n * sizeof *tb.t > TABLE_BYTES_MAX) {
+        model_destroy(m);
+        return induct__fail(INDUCT_ELIMIT,
+                            "model config asks for %zu tensors in %u layers: their tables "
+                            "exceed the limit of 2^30 bytes",
+                            tb.n, c->n_layers);
+    }
+    tables += tb.n * sizeof *tb.t;
+    uint64_t bytes = (uint64_t)tb.total * 2u * sizeof(float) + tables;
+    if (c->max_bytes && bytes > c->max_bytes) {
+        model_destroy(m);
+        return induct__fail(INDUCT_ELIMIT,
+                            "model config needs %llu bytes (%zu parameters and their gradients, "
+                            "tables), more than its max_bytes %llu",
+                            (unsigned long long)bytes, tb.total,
+                            (unsigned long long)c->max_bytes);
+    }
+    m->L = calloc(c->n_layers, sizeof *m->L);
+    m->A = calloc(c->n_layers, sizeof *m->A);
+    if (!m->L || !m->A) {
+        model_destroy(m);
+        return induct__fail(INDUCT_ENOMEM, "out of memory allocating layer tables");
     }
     tb.t = calloc(tb.n, sizeof *tb.t);
     m->params = calloc(tb.total ? tb.total : 1, sizeof(float));
@@ -222,8 +261,41 @@ static int model_alloc(induct_model **out, const induct_model_config *c) {
     m->tensors = tb.t;
     m->n_tensors = tb.n;
     m->n_params = tb.total;
+    atomic_store(&m->mem_held, bytes);
     *out = m;
     return INDUCT_OK;
+}
+
+int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
+                          const char *what) {
+    uint64_t cap = m->cfg.max_bytes, held = atomic_load(&m->mem_held);
+    uint64_t base = held > release ? held - release : 0;
+    INDUCT_FAIL_IF(cap && (add > cap || base > cap - add), INDUCT_ELIMIT,
+                   "%s needs %llu more bytes; the model holds %llu and its max_bytes is %llu",
+                   what, (unsigned long long)(add > release ? add - release : 0),
+                   (unsigned long long)held, (unsigned long long)cap);
+    return INDUCT_OK;
+}
+
+void induct__model_held(induct_model *m, uint64_t add, uint64_t release) {
+    uint64_t held = atomic_load(&m->mem_held);
+    held = held > release ? held - release : 0;
+    atomic_store(&m->mem_held, held + add);
+}
+
+INDUCT_API int induct_model_set_max_bytes(induct_model *m, uint64_t max_bytes) {
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_set_max_bytes: model is NULL");
+    uint64_t held = atomic_load(&m->mem_held);
+    INDUCT_FAIL_IF(max_bytes && held > max_bytes, INDUCT_ELIMIT,
+                   "induct_model_set_max_bytes: the model already holds %llu bytes, more than "
+                   "%llu",
+                   (unsigned long long)held, (unsigned long long)max_bytes);
+    m->cfg.max_bytes = max_bytes;
+    return INDUCT_OK;
+}
+
+INDUCT_API uint64_t induct_model_memory_used(const induct_model *m) {
+    return m ? atomic_load(&m->mem_held) : 0;
 }
 
 INDUCT_API int induct_model_new(induct_model **out, const induct_model_config *cfg) {

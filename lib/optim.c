@@ -46,12 +46,15 @@ INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *m, uin
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_optimizer_new: model is NULL");
     INDUCT_FAIL_IF(kind > INDUCT_OPTIM_SGD, INDUCT_EINVAL,
                    "induct_optimizer_new: kind %u is not an INDUCT_OPTIM_* value", kind);
+    /* moments: one buffer for SGD (momentum), two for AdamW; counted on the model */
+    size_t n = m->n_params ? m->n_params : 1;
+    uint64_t bytes = (uint64_t)n * sizeof(float) * (kind == INDUCT_OPTIM_ADAMW ? 2u : 1u);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the optimizer moments"));
     induct_optimizer *o = calloc(1, sizeof *o);
     INDUCT_FAIL_IF(!o, INDUCT_ENOMEM, "out of memory allocating an optimizer");
-    size_t n = m->n_params ? m->n_params : 1;
     o->m1 = calloc(n, sizeof(float));
-    o->m2 = calloc(n, sizeof(float));
-    if (!o->m1 || !o->m2) {
+    if (kind == INDUCT_OPTIM_ADAMW) o->m2 = calloc(n, sizeof(float));
+    if (!o->m1 || (kind == INDUCT_OPTIM_ADAMW && !o->m2)) {
         free(o->m1);
         free(o->m2);
         free(o);
@@ -71,6 +74,7 @@ INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *m, uin
     o->momentum = 0.0;
     o->step = 0;
     induct__model_ref(m);
+    induct__model_held(m, bytes, 0);
     o->model = m;
     *out = o;
     return INDUCT_OK;
@@ -78,6 +82,9 @@ INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *m, uin
 
 INDUCT_API void induct_optimizer_free(induct_optimizer *o) {
     if (!o) return;
+    size_t n = o->model->n_params ? o->model->n_params : 1;
+    induct__model_held(o->model, 0,
+                       (uint64_t)n * sizeof(float) * (o->kind == INDUCT_OPTIM_ADAMW ? 2u : 1u));
     induct_model_free(o->model);
     free(o->m1);
     free(o->m2);
@@ -150,7 +157,7 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *o, double *grad_norm_out)
         const induct__tensor *tn = &m->tensors[ti];
         float *p = m->params + tn->offset;
         const float *gp = g + tn->offset;
-        float *m1 = o->m1 + tn->offset, *m2 = o->m2 + tn->offset;
+        float *m1 = o->m1 + tn->offset, *m2 = o->m2 ? o->m2 + tn->offset : NULL; /* AdamW */
         float decay = tn->decay ? (float)(lr * o->weight_decay) : 0.0f;
         if (o->kind == INDUCT_OPTIM_ADAMW) {
             float b1 = (float)o->beta1, b2 = (float)o->beta2;

@@ -32,13 +32,22 @@ INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, u
                    "induct_train_step: batch must be >= 1 and seq_len >= 2");
     INDUCT_FAIL_IF(T > m->cfg.n_ctx, INDUCT_ERANGE, "seq_len %u exceeds the model's n_ctx %u", T,
                    m->cfg.n_ctx);
-    size_t need = (size_t)B * T;
+    size_t need = (size_t)B * T, bytes; /* < 2^64: B, T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul(need, sizeof(int32_t), &bytes), INDUCT_ELIMIT,
+                   "induct_train_step: batch %u x seq_len %u tokens overflow size_t", B, T);
     if (need > m->tok_cap) {
-        int32_t *t = realloc(m->tok_ws, need * sizeof *t);
+        /* the whole step must fit (workspace and staging) before either is allocated */
+        uint64_t old = (uint64_t)m->tok_cap * sizeof(int32_t);
+        INDUCT_TRY(induct__model_check_workspace(m, B, T, bytes - old));
+        int32_t *t = realloc(m->tok_ws, bytes);
         INDUCT_FAIL_IF(!t, INDUCT_ENOMEM, "out of memory staging %zu tokens", need);
         m->tok_ws = t;
         m->tok_cap = need;
+        induct__model_held(m, bytes, old);
     }
     INDUCT_TRY(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, o->step, B, T, m->tok_ws, need, NULL, 0));
-    return train_tokens(o, m->tok_ws, B, T, loss_out);
+    m->loss_only = induct__dataset_loss_only(d, T); /* datasets (issue 3) */
+    int rc = train_tokens(o, m->tok_ws, B, T, loss_out);
+    m->loss_only = 0;
+    return rc;
 }

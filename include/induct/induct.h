@@ -9,19 +9,23 @@
  * Conventions that hold for every function below (each is a testable claim):
  * - Every function that can fail returns `int`: ::INDUCT_OK (0) or a negative
  *   ::induct_status. The detail of the last failure is kept per thread and read
- *   with induct_last_error_message().
+ *   with induct_last_error_message() (docs/errors.md).
  * - Handles (::induct_model, ::induct_optimizer, ::induct_dataset) are opaque and
  *   created only by the library. `induct_X_new(&out, ...)` sets `*out` to NULL on
  *   failure. Every `induct_X_free(NULL)` is a harmless no-op.
+ * - Nothing is modified on failure: a call that returns an error leaves the
+ *   weights, the optimizer state and every output buffer as they were (an
+ *   `out_len` length report excepted).
  * - Outputs go into caller buffers `(out, out_cap, out_len)` whose capacity is
- *   counted in elements. `out == NULL` with `out_cap == 0` asks only for the
- *   length; a buffer that is too small returns ::INDUCT_EBUFSIZE and still sets
+ *   counted in elements. A buffer that is too small, including `out == NULL`
+ *   (the way to ask for the length), returns ::INDUCT_EBUFSIZE and still sets
  *   `*out_len` to the length needed. Layouts are row-major and stated per function.
+ * - Config structs are size-prefixed (`size_t size` first; docs/abi-policy.md).
  * - Losses are in nats (natural logarithm).
  * - Threading: one thread per handle at a time; different handles may be used
  *   concurrently; a dataset is immutable after creation and may be read by any
- *   number of threads at once. There is no global state and no init call.
- *   See docs/threading.md.
+ *   number of threads at once; induct_model_interrupt() may be called from any
+ *   thread. There is no global state and no init call. See docs/threading.md.
  * - Names follow TransformerLens: `d_model`, `n_heads`, `d_head`, `d_mlp`,
  *   `n_ctx`, `d_vocab`, `W_Q`…, row-vector convention `x @ W`.
  *
@@ -59,29 +63,38 @@ extern "C" {
 /** @defgroup version Version and build features
  *  @{ */
 
-/** @brief The library's version as `M*10000 + m*100 + p` (the loaded library, not the header).
+/** @brief The version of the loaded library (not of the header it was compiled with).
+ *  @return `M*10000 + m*100 + p`; compare with ::INDUCT_VERSION_NUMBER to detect a
+ *          header/library mismatch.
  *  @since 0.1 Thread-safe. */
 INDUCT_API unsigned induct_version_number(void);
-/** @brief The library's version string, e.g. "0.1.0". Static storage, never NULL.
+/** @brief The version string of the loaded library.
+ *  @return e.g. "0.1.0"; static storage, never NULL, never to be freed.
  *  @since 0.1 Thread-safe. */
 INDUCT_API const char *induct_version_string(void);
-/** @brief The ABI version: the `N` of the soname `libinduct.so.N`. Bindings refuse a mismatch.
+/** @brief The ABI version of the loaded library.
+ *  @return The `N` of the soname `libinduct.so.N`; bindings refuse a mismatch with
+ *          the ::INDUCT_ABI_VERSION they were written for (docs/abi-policy.md).
  *  @since 0.1 Thread-safe. */
 INDUCT_API unsigned induct_abi_version(void);
 
 /** Feature bit of induct_build_features(): built with OpenMP. @since 0.1 */
 #define INDUCT_FEATURE_OPENMP 0x1u
-/** @brief Bit set of `INDUCT_FEATURE_*` the loaded library was built with.
+/** @brief What the loaded library was built with.
+ *  @return Bit set of `INDUCT_FEATURE_*`; no other bit is ever set.
  *  @since 0.1 Thread-safe. */
 INDUCT_API unsigned induct_build_features(void);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
 /** @defgroup errors Status codes and per-thread errors
+ *  See docs/errors.md.
  *  @{ */
 
 /**
- * @brief The status table: `X(NAME, value, message)`. Values are frozen and never reused.
+ * @brief The status table: `X(NAME, value, message)` for every ::induct_status.
+ * Values are frozen and never reused. The library's induct_status_name() and
+ * induct_status_str() are generated from it; callers may expand it too.
  * @since 0.1
  */
 #define INDUCT_STATUS_MAP(X)                                                        \
@@ -100,32 +113,57 @@ INDUCT_API unsigned induct_build_features(void);
     X(ENUMERIC, -12, "non-finite loss or gradient")                                 \
     X(ELIMIT, -13, "resource limit exceeded")
 
-/** @brief Status codes returned by every fallible function. @since 0.1 */
+/**
+ * @brief Status codes returned by every fallible function. The values are those of
+ * ::INDUCT_STATUS_MAP (the library checks at build time that both agree).
+ * @since 0.1
+ */
 typedef enum induct_status {
-/** @cond INTERNAL */
-#define INDUCT_STATUS_ENUM_(name, value, msg) INDUCT_##name = (value),
-    INDUCT_STATUS_MAP(INDUCT_STATUS_ENUM_)
-#undef INDUCT_STATUS_ENUM_
-/** @endcond */
-    INDUCT_STATUS_MIN_ = -13 /**< Smallest status value; not a status. */
+    INDUCT_OK = 0,            /**< Success. */
+    INDUCT_ERROR = -1,        /**< Internal error (a bug in libinduct). */
+    INDUCT_ENOMEM = -2,       /**< Out of memory. */
+    INDUCT_EINVAL = -3,       /**< Invalid argument or configuration (NULL, zero size, unknown value). */
+    INDUCT_ERANGE = -4,       /**< Index, token id or size out of range (e.g. `seq_len > n_ctx`). */
+    INDUCT_EBUFSIZE = -5,     /**< Output buffer too small; the length needed is reported. */
+    INDUCT_EIO = -6,          /**< Input/output error. */
+    INDUCT_EFORMAT = -7,      /**< Malformed or unsupported file. */
+    INDUCT_EABI = -8,         /**< Struct size or ABI version mismatch (size-prefixed structs). */
+    INDUCT_ESTATE = -9,       /**< Call out of order. */
+    INDUCT_EINTERRUPTED = -10,/**< Stopped by induct_model_interrupt(). */
+    INDUCT_ENOTSUP = -11,     /**< Not supported (not built in, or an unknown parameter). */
+    INDUCT_ENUMERIC = -12,    /**< NaN or infinity in the loss or the gradients. */
+    INDUCT_ELIMIT = -13,      /**< A size exceeds what the library accepts (e.g. 2^31 parameters). */
+    INDUCT_STATUS_MIN_ = -13  /**< Smallest status value; not a status. */
 } induct_status;
 
-/** @brief Symbolic name of a status ("INDUCT_EINVAL"); "INDUCT_UNKNOWN" for other values.
- *  Static storage. @since 0.1 Thread-safe. */
+/** @brief Symbolic name of a status.
+ *  @param status Any int.
+ *  @return "INDUCT_EINVAL" etc.; "INDUCT_UNKNOWN" for a value not in the table.
+ *          Static storage, never NULL.
+ *  @since 0.1 Thread-safe. */
 INDUCT_API const char *induct_status_name(int status);
-/** @brief Fixed English message of a status. Static storage. @since 0.1 Thread-safe. */
+/** @brief Fixed English message of a status.
+ *  @param status Any int.
+ *  @return The message of ::INDUCT_STATUS_MAP; "unknown status" for a value not in
+ *          the table. Static storage, never NULL.
+ *  @since 0.1 Thread-safe. */
 INDUCT_API const char *induct_status_str(int status);
 /**
  * @brief Detailed message of the last failure on the calling thread.
- * Never NULL ("" when there was none). Owned by the library; valid until the next
- * failing call on the same thread. Meaningful only right after a failure.
- * @since 0.1 Thread-safe (per-thread storage).
+ * @return Never NULL ("" when there was none, or after induct_error_clear()).
+ *         Owned by the library; valid until the next failing call on the same
+ *         thread. Meaningful only right after a failure: successful calls do not
+ *         clear it.
+ * @since 0.1 Thread-safe (per-thread storage: a failure on one thread never
+ *        changes another thread's message).
  */
 INDUCT_API const char *induct_last_error_message(void);
-/** @brief Status of the last failure on the calling thread (::INDUCT_OK if none).
- *  @since 0.1 Thread-safe. */
+/** @brief Status of the last failure on the calling thread.
+ *  @return The code of that failure, ::INDUCT_OK if none (or after induct_error_clear()).
+ *  @since 0.1 Thread-safe (per-thread storage). */
 INDUCT_API int induct_last_error_code(void);
-/** @brief Forget the calling thread's last error. @since 0.1 Thread-safe. */
+/** @brief Forget the calling thread's last error (message "" and code ::INDUCT_OK).
+ *  @since 0.1 Thread-safe. */
 INDUCT_API void induct_error_clear(void);
 /** @} */
 
@@ -171,16 +209,25 @@ typedef struct induct_model_config {
     uint32_t positional;    /**< `INDUCT_POS_*`. Default ::INDUCT_POS_STANDARD. */
     uint32_t layer_norm;    /**< 1: pre-LN in every block plus a final LN (eps 1e-5); 0: none. Default 0. */
     uint32_t smeared_keys;  /**< 1: per-head learnable smeared keys (ICL paper, Argument 2). Default 0. */
-    uint32_t n_threads;     /**< OpenMP threads for this model's work; 0 means 1. Default 1. */
+    uint32_t n_threads;     /**< OpenMP threads for this model's work, ≤ 1024; 0 means 1. Default 1. */
     uint32_t init;          /**< `INDUCT_INIT_*`. Default ::INDUCT_INIT_GPT2. */
     double smear_alpha_init;/**< Initial α of every head (σ(α) weights the current key). Default 0.0. */
     double init_std;        /**< Standard deviation for ::INDUCT_INIT_GPT2. Default 0.02. */
     uint64_t seed;          /**< Seed of the initialisation. Default 0. */
+    uint64_t max_bytes;     /**< Memory cap of this model in bytes, or 0 for none beyond the
+                                 fixed limits: parameters, gradients, bookkeeping tables,
+                                 the activation workspace, token staging and the moments of
+                                 its optimizers all count (induct_model_memory_used()). A
+                                 config, file or call that would need more is refused with
+                                 ::INDUCT_ELIMIT before anything is allocated
+                                 (docs/hardening.md). Not saved in checkpoints. Default 0. */
 } induct_model_config;
 
 /**
  * @brief Write the defaults into a config of `size` bytes.
- * @param cfg  The struct to fill (not NULL).
+ * Bytes past `sizeof(induct_model_config)` (a caller compiled against a newer
+ * header) are set to 0; `cfg->size` is set to `size`.
+ * @param[out] cfg The struct to fill (not NULL). Untouched on failure.
  * @param size `sizeof(induct_model_config)` as the caller compiled it.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL if cfg is NULL; ::INDUCT_EABI if size is
  *         smaller than the 0.1 struct or larger than 4096.
@@ -199,49 +246,70 @@ INDUCT_API int induct_model_config_init(induct_model_config *cfg, size_t size);
  *
  * @param[out] out The new model, owned by the caller, released with induct_model_free().
  *                 NULL on failure.
- * @param cfg Architecture; copied.
+ * @param cfg Architecture; copied, so it may be freed after the call. A larger
+ *            (newer) struct is accepted if every byte this library does not know is 0.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL for a NULL argument, a zero size, `d_head = 0`
  *         with `n_heads` not dividing `d_model`, an unknown positional or init value,
- *         a flag other than 0/1, a non-finite or negative `init_std`;
+ *         a flag other than 0/1, a non-finite or negative `init_std`, a non-finite
+ *         `smear_alpha_init`, more than 1024 threads;
  *         ::INDUCT_EABI for a bad `size` or non-zero unknown tail;
- *         ::INDUCT_ELIMIT if the parameter count or any buffer overflows `size_t`
- *         or exceeds 2^31 floats; ::INDUCT_ENOMEM.
- * @since 0.1
+ *         ::INDUCT_ELIMIT if `n_heads·d_head` exceeds 2^30, the parameter count
+ *         overflows `size_t` or exceeds 2^31 floats, the bookkeeping tables exceed
+ *         2^30 bytes (about 500 000 layers), or parameters, gradients and tables
+ *         together exceed a non-zero `max_bytes`; ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_model_new(induct_model **out, const induct_model_config *cfg);
 
-/** @brief Release a model. NULL is a no-op. An optimizer keeps its own reference:
- *  the memory goes when the last user is freed. @since 0.1 */
+/** @brief Release a model.
+ *  An optimizer keeps its own reference: the memory goes when the last user is
+ *  freed, so models and optimizers may be freed in any order.
+ *  @param model The model, or NULL (a no-op).
+ *  @since 0.1 Not concurrently with any other use of the same model. */
 INDUCT_API void induct_model_free(induct_model *model);
 
 /**
  * @brief Deep copy of a model's config and weights (not gradients, not ablations).
+ * A clone lets several threads analyse the same weights at once.
  * @param[out] out New model owned by the caller; NULL on failure.
+ * @param model The model to copy (only read).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENOMEM.
- * @since 0.1
+ * @since 0.1 Not concurrently with a call that modifies `model`.
  */
 INDUCT_API int induct_model_clone(induct_model **out, const induct_model *model);
 
 /**
- * @brief Copy the model's config into `cfg_out`, whose `size` field the caller sets.
+ * @brief Copy the model's config, as normalised at creation (`d_head` resolved,
+ * `n_threads` ≥ 1 and as last set by induct_model_set_threads()).
+ * @param model The model.
+ * @param[in,out] cfg_out Struct whose `size` field the caller sets; fields past the
+ *                library's struct are zeroed. Untouched on failure.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (bad `size`).
  * @since 0.1
  */
 INDUCT_API int induct_model_get_config(const induct_model *model, induct_model_config *cfg_out);
 
 /**
- * @brief Set the number of OpenMP threads used by this model's work (0 means 1).
- * Results are bit-identical for a fixed thread count; see docs/threading.md for
- * whether they match across thread counts.
+ * @brief Set the number of OpenMP threads used by this model's work.
+ * Results are bit-identical for a fixed thread count, and in this build also
+ * across thread counts (docs/threading.md).
+ * @param model The model.
+ * @param n_threads 1 … 1024; 0 means 1.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, or more than 1024).
  * @since 0.1
  */
 INDUCT_API int induct_model_set_threads(induct_model *model, uint32_t n_threads);
 
-/** @brief Total number of scalar parameters (all tensors). 0 for NULL. @since 0.1 */
+/** @brief Total number of scalar parameters (all tensors).
+ *  @param model The model, or NULL.
+ *  @return The count; 0 for NULL.
+ *  @since 0.1 */
 INDUCT_API size_t induct_model_n_params(const induct_model *model);
 
-/** @brief Number of named parameter tensors. 0 for NULL. @since 0.1 */
+/** @brief Number of named parameter tensors.
+ *  @param model The model, or NULL.
+ *  @return The count; 0 for NULL.
+ *  @since 0.1 */
 INDUCT_API size_t induct_model_n_tensors(const induct_model *model);
 
 /**
@@ -257,8 +325,10 @@ INDUCT_API size_t induct_model_n_tensors(const induct_model *model);
  * `W_out [d_mlp, d_model]`, `b_out [d_model]` (MLP only), `ln_final.w/b`,
  * `unembed.W_U [d_model, d_vocab]`, `unembed.b_U [d_vocab]`.
  *
+ * @param model The model.
+ * @param index 0 … induct_model_n_tensors() − 1.
  * @param[out] name_out  Borrowed name, valid while the model lives. May be NULL.
- * @param[out] shape_out Up to 4 dimensions. May be NULL.
+ * @param[out] shape_out Up to 4 dimensions (unused ones 0). May be NULL.
  * @param[out] ndim_out  Number of dimensions (1–3). May be NULL.
  * @param[out] numel_out Number of elements. May be NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ERANGE (index).
@@ -275,7 +345,13 @@ INDUCT_API int induct_model_tensor_info(const induct_model *model, size_t index,
 
 /**
  * @brief Copy a named tensor (weights or gradients) out, row-major in its TL shape.
- * @param which ::INDUCT_BUF_PARAM or ::INDUCT_BUF_GRAD.
+ * @param model The model.
+ * @param name A name listed by induct_model_tensor_info().
+ * @param which ::INDUCT_BUF_PARAM or ::INDUCT_BUF_GRAD (gradients of the mean loss
+ *              of the last induct_model_backward(); zero before any).
+ * @param[out] out Buffer of `out_cap` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Element count of the tensor (set also on ::INDUCT_EBUFSIZE), or NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad `which`); ::INDUCT_ERANGE (unknown
  *         name); ::INDUCT_EBUFSIZE (`*out_len` set to the element count).
  * @since 0.1
@@ -286,6 +362,10 @@ INDUCT_API int induct_model_get_tensor(const induct_model *model, const char *na
 /**
  * @brief Overwrite a named weight tensor from `len` floats (row-major, TL shape).
  * Non-finite values are refused. Nothing is modified on failure.
+ * @param model The model.
+ * @param name A name listed by induct_model_tensor_info().
+ * @param in `len` floats, copied.
+ * @param len Must equal the tensor's element count.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, non-finite value); ::INDUCT_ERANGE
  *         (unknown name, or `len` differs from the tensor's element count).
  * @since 0.1
@@ -300,14 +380,24 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
  * in nats for p in 0 … seq_len−2. Cross-entropy via log-sum-exp.
  * Analysis ablations in force (see analysis functions) apply.
  *
+ * @param model The model (its workspace is written; the weights are only read).
  * @param tokens   `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
- * @param logits_out `[batch][seq_len][d_vocab]` or NULL (then `logits_cap` must be 0).
- * @param losses_out `[batch][seq_len−1]` or NULL (then `losses_cap` must be 0).
- * @param[out] mean_loss_out Mean of all per-token losses, or NULL.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL (then `logits_cap` is ignored).
+ * @param logits_cap Capacity of `logits_out` in floats.
+ * @param[out] losses_out `[batch][seq_len−1]` per-token losses in nats, or NULL
+ *                        (then `losses_cap` is ignored).
+ * @param losses_cap Capacity of `losses_out` in floats.
+ * @param[out] mean_loss_out Mean of all per-token losses (nats), or NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model/tokens, batch 0, seq_len < 2);
  *         ::INDUCT_ERANGE (seq_len > n_ctx, token id outside `[0, d_vocab)`, the id and
  *         position are named in the message); ::INDUCT_EBUFSIZE (a capacity smaller than
- *         needed); ::INDUCT_ENOMEM (workspace); ::INDUCT_ENUMERIC (non-finite loss).
+ *         needed; nothing is written); ::INDUCT_ELIMIT (`batch × seq_len` above
+ *         2^31 − 1 positions, a workspace above 2^36 floats or one that would take
+ *         the model past its `max_bytes`, or an output length that overflows
+ *         `size_t`); ::INDUCT_ENOMEM (workspace);
+ *         ::INDUCT_ENUMERIC (non-finite loss).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_model_forward(induct_model *model, const int32_t *tokens, uint32_t batch,
@@ -316,10 +406,17 @@ INDUCT_API int induct_model_forward(induct_model *model, const int32_t *tokens, 
 
 /**
  * @brief Forward and backward: gradients of the mean per-token loss into the model's
- * gradient buffer (overwritten, not accumulated).
+ * gradient buffer (overwritten, not accumulated), read with induct_model_get_tensor()
+ * and ::INDUCT_BUF_GRAD.
+ * @param model The model.
+ * @param tokens `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] mean_loss_out Mean per-token loss (nats) before any update, or NULL.
  * @return as induct_model_forward(); on ::INDUCT_ENUMERIC the gradients are
- *         unspecified but the weights are untouched.
- * @since 0.1
+ *         unspecified but the weights are untouched. Non-finite gradients with a
+ *         finite loss are not an error here (induct_optimizer_step() refuses them).
+ * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_model_backward(induct_model *model, const int32_t *tokens, uint32_t batch,
                                      uint32_t seq_len, double *mean_loss_out);
@@ -327,9 +424,14 @@ INDUCT_API int induct_model_backward(induct_model *model, const int32_t *tokens,
 /**
  * @brief Attention patterns of one sequence, `[n_layers][n_heads][seq_len][seq_len]`,
  * row = query p, column = key k; entries with k > p are exactly 0; rows sum to 1.
- * @param tokens `[seq_len]` ids.
+ * @param model The model.
+ * @param tokens `[seq_len]` ids in `[0, d_vocab)`.
+ * @param seq_len 2 … n_ctx.
+ * @param[out] out Buffer of `out_cap` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len `n_layers·n_heads·seq_len²` (set also on ::INDUCT_EBUFSIZE), or NULL.
  * @return as induct_model_forward() for the input; ::INDUCT_EBUFSIZE.
- * @since 0.1
+ * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_model_attention(induct_model *model, const int32_t *tokens, uint32_t seq_len,
                                       float *out, size_t out_cap, size_t *out_len);
@@ -338,6 +440,7 @@ INDUCT_API int induct_model_attention(induct_model *model, const int32_t *tokens
  * @brief Interrupt a long call on this model (training, evaluation, analysis) from any
  * thread. The call returns ::INDUCT_EINTERRUPTED at its next check and leaves the model
  * consistent. The flag is cleared when such a call starts.
+ * @param model The model, or NULL (a no-op). It must stay alive during the call.
  * @since 0.1 Safe from any thread (atomic flag).
  */
 INDUCT_API void induct_model_interrupt(induct_model *model);
@@ -384,18 +487,26 @@ typedef struct induct_rrt_config {
     uint64_t seed;          /**< Seed of the stream. Default 0. */
 } induct_rrt_config;
 
-/** @brief Write the defaults into an RRT config of `size` bytes.
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size). @since 0.1 */
+/** @brief Write the defaults into an RRT config of `size` bytes (bytes past the
+ *  library's struct are zeroed; `cfg->size` is set to `size`).
+ *  @param[out] cfg The struct to fill; untouched on failure.
+ *  @param size `sizeof(induct_rrt_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *          struct or above 4096).
+ *  @since 0.1 Thread-safe. */
 INDUCT_API int induct_rrt_config_init(induct_rrt_config *cfg, size_t size);
 
 /**
  * @brief Create a repeated-random-token dataset.
- * @param[out] out Owned by the caller; NULL on failure.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0, n_repeats < 2, min_block 0,
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
+ * @param cfg The generator; copied. A larger (newer) struct is accepted if every
+ *            byte this library does not know is 0.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0 or above 2^31 (ids are
+ *         int32), n_repeats < 2, min_block 0,
  *         max_block < min_block, empty or out-of-vocabulary range, BOS inside the range
- *         or ≥ d_vocab, distinct_block with a range shorter than max_block);
- *         ::INDUCT_EABI; ::INDUCT_ENOMEM.
- * @since 0.1
+ *         or ≥ d_vocab or < −1, distinct_block not 0/1, distinct_block with a range
+ *         shorter than max_block); ::INDUCT_EABI; ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_config *cfg);
 
@@ -404,27 +515,47 @@ INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_con
  * Window starts are uniform in `{0 … n − T − 1}` (DEFINITIONS, "Token files": the
  * window plus one further token fit in the array, so `n ≥ T + 1` is required). The
  * train split and the eval split are separate random streams over the same array.
- * @param tokens `n` ids in `[0, d_vocab)`.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
+ * @param tokens `n` ids in `[0, d_vocab)`; copied, so the array may be freed after the call.
+ * @param n Number of tokens, ≥ 1.
+ * @param d_vocab Vocabulary size of the ids, ≥ 1.
+ * @param seed Seed of the window streams.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, d_vocab 0); ::INDUCT_ERANGE (an id
- *         outside the vocabulary; its index is named); ::INDUCT_ENOMEM.
- * @since 0.1
+ *         outside the vocabulary; its index is named); ::INDUCT_ELIMIT (n·4 bytes
+ *         overflows `size_t`); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_dataset_new_tokens(induct_dataset **out, const int32_t *tokens, size_t n,
                                          uint32_t d_vocab, uint64_t seed);
 
-/** @brief Release a dataset. NULL is a no-op. @since 0.1 */
+/** @brief Release a dataset.
+ *  @param dataset The dataset, or NULL (a no-op).
+ *  @since 0.1 Not concurrently with any other use of the same dataset. */
 INDUCT_API void induct_dataset_free(induct_dataset *dataset);
 
-/** @brief Vocabulary size the dataset's ids live in. 0 for NULL. @since 0.1 */
+/** @brief Vocabulary size the dataset's ids live in.
+ *  @param dataset The dataset, or NULL.
+ *  @return `d_vocab`; 0 for NULL.
+ *  @since 0.1 Thread-safe. */
 INDUCT_API uint32_t induct_dataset_d_vocab(const induct_dataset *dataset);
 
 /**
  * @brief Write batch number `index` of `split`: `tokens_out [batch][seq_len]`.
- * @param meta_out `[batch]` per-sequence information or NULL: for RRT the block length
- *                 L; for token windows the window's start offset (truncated to int32).
+ * Row b of a batch does not depend on `batch` (a smaller batch is a prefix).
+ * @param dataset The dataset (only read).
+ * @param split ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+ * @param index Batch number (the training step uses the optimizer's step counter).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, ≥ 2.
+ * @param[out] tokens_out `[batch][seq_len]` int32 ids.
+ * @param tokens_cap Capacity of `tokens_out` in elements.
+ * @param[out] meta_out `[batch]` per-sequence information or NULL: for RRT the block length
+ *                 L; for token windows the window's start offset (clamped to INT32_MAX).
+ * @param meta_cap Capacity of `meta_out` in elements (ignored if it is NULL).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, batch 0, seq_len < 2, unknown split);
- *         ::INDUCT_ERANGE (seq_len too short for the generator, or longer than the
- *         token array allows); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch).
+ *         ::INDUCT_ERANGE (seq_len too short for the generator's blocks, a distinct
+ *         block longer than the token range, or a window longer than the token
+ *         array allows); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch).
  * @since 0.1 Thread-safe: the dataset is only read.
  */
 INDUCT_API int induct_dataset_batch(const induct_dataset *dataset, uint32_t split, uint64_t index,
@@ -439,9 +570,16 @@ INDUCT_API int induct_dataset_batch(const induct_dataset *dataset, uint32_t spli
 /** @brief Opaque optimizer handle; holds a reference to its model. @since 0.1 */
 typedef struct induct_optimizer induct_optimizer;
 
-/** Optimizer kind: AdamW (Loshchilov & Hutter), decoupled weight decay. @since 0.1 */
+/** Optimizer kind: AdamW (Loshchilov & Hutter 2019, *Decoupled Weight Decay
+ *  Regularization*). With g the (clipped) gradient, t the 1-based step and lr the
+ *  scheduled rate: `m = β1 m + (1−β1) g`, `v = β2 v + (1−β2) g²`,
+ *  `p −= lr·wd·p` (tensors with ≥ 2 dims only), then
+ *  `p −= lr·(m / (1−β1^t)) / (√(v / (1−β2^t)) + ε)`. @since 0.1 */
 #define INDUCT_OPTIM_ADAMW 0u
-/** Optimizer kind: SGD with optional momentum. @since 0.1 */
+/** Optimizer kind: SGD with optional momentum μ (PyTorch's convention: the
+ *  buffer starts as the first gradient, no dampening): `buf = μ buf + g`,
+ *  `p −= lr·wd·p` (decoupled, tensors with ≥ 2 dims only), `p −= lr·buf`
+ *  (`buf = g` when μ = 0). @since 0.1 */
 #define INDUCT_OPTIM_SGD 1u
 
 /** @brief Runtime optimizer parameters (zstd-style setters). Values are frozen. @since 0.1 */
@@ -453,45 +591,71 @@ typedef enum induct_opt_param {
     INDUCT_OPT_WEIGHT_DECAY = 5,  /**< Decoupled decay, [0, 10]; applied only to tensors with ≥ 2 dims. Default 0.01. */
     INDUCT_OPT_GRAD_CLIP = 6,     /**< Global-norm clip; 0 = off, [0, 1e9]. Default 0. */
     INDUCT_OPT_WARMUP_STEPS = 7,  /**< Linear warmup steps, [0, 1e12]; step s (0-based) uses lr·(s+1)/warmup. Default 0. */
-    INDUCT_OPT_SCHEDULE = 8,      /**< 0 constant after warmup, 1 cosine decay to min_lr_ratio·lr at total_steps. Default 0. */
+    INDUCT_OPT_SCHEDULE = 8,      /**< 0 constant after warmup, 1 cosine decay to min_lr_ratio·lr at total_steps (if total_steps > warmup). Fractions are rounded down. Default 0. */
     INDUCT_OPT_TOTAL_STEPS = 9,   /**< Steps of the cosine schedule, [0, 1e12]. Default 0. */
     INDUCT_OPT_MIN_LR_RATIO = 10, /**< Floor of the cosine schedule, [0, 1]. Default 0. */
     INDUCT_OPT_MOMENTUM = 11,     /**< SGD momentum, [0, 1). Default 0. */
-    INDUCT_OPT_STEP = 12          /**< Steps taken so far (read; writable to resume), [0, 2^53]. */
+    INDUCT_OPT_STEP = 12          /**< Steps taken so far (read; writable to resume), integer in [0, 2^53]. */
 } induct_opt_param;
 
 /**
  * @brief Create an optimizer for `model` (it takes a reference to the model).
+ * Moments start at 0 and the step counter at 0.
+ * @param[out] out Owned by the caller, released with induct_optimizer_free(); NULL on failure.
+ * @param model The model whose parameters it updates; it stays alive while the
+ *              optimizer does. Use one thread for the pair.
  * @param kind ::INDUCT_OPTIM_ADAMW or ::INDUCT_OPTIM_SGD.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown kind); ::INDUCT_ENOMEM.
  * @since 0.1
  */
 INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *model, uint32_t kind);
-/** @brief Release an optimizer (and its reference to the model). NULL is a no-op. @since 0.1 */
+/** @brief Release an optimizer (and its reference to the model).
+ *  @param opt The optimizer, or NULL (a no-op).
+ *  @since 0.1 */
 INDUCT_API void induct_optimizer_free(induct_optimizer *opt);
 
-/** @brief Set a runtime parameter. @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL,
- *  non-finite); ::INDUCT_ENOTSUP (unknown parameter); ::INDUCT_ERANGE (outside bounds).
+/** @brief Set a runtime parameter; it stays in force for every later step.
+ *  @param opt The optimizer.
+ *  @param param One of ::induct_opt_param.
+ *  @param value Within induct_opt_param_bounds().
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, non-finite value); ::INDUCT_ENOTSUP
+ *          (unknown parameter); ::INDUCT_ERANGE (outside the bounds, or a
+ *          non-integer ::INDUCT_OPT_STEP). The old value is kept on failure.
  *  @since 0.1 */
 INDUCT_API int induct_optimizer_set(induct_optimizer *opt, induct_opt_param param, double value);
-/** @brief Read a runtime parameter. @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_ENOTSUP.
+/** @brief Read a runtime parameter.
+ *  @param opt The optimizer.
+ *  @param param One of ::induct_opt_param.
+ *  @param[out] value_out The value; untouched on failure.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENOTSUP (unknown parameter).
  *  @since 0.1 */
 INDUCT_API int induct_optimizer_get(const induct_optimizer *opt, induct_opt_param param,
                                     double *value_out);
-/** @brief Bounds of a parameter. @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_ENOTSUP.
+/** @brief Bounds of a parameter (both inclusive).
+ *  @param param One of ::induct_opt_param.
+ *  @param[out] lo_out Smallest accepted value.
+ *  @param[out] hi_out Largest accepted value.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL output); ::INDUCT_ENOTSUP (unknown
+ *          parameter: probe for features this way).
  *  @since 0.1 Thread-safe. */
 INDUCT_API int induct_opt_param_bounds(induct_opt_param param, double *lo_out, double *hi_out);
 
 /** @brief Learning rate the next step will use (after warmup and schedule).
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL. @since 0.1 */
+ *  @param opt The optimizer.
+ *  @param[out] lr_out The rate for step ::INDUCT_OPT_STEP.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
+ *  @since 0.1 */
 INDUCT_API int induct_optimizer_current_lr(const induct_optimizer *opt, double *lr_out);
 
 /**
  * @brief Apply one update from the model's current gradients (clip, then AdamW or SGD)
  * and advance the step counter.
+ * Clipping: if `grad_clip > 0` and the global L2 norm exceeds it, every gradient is
+ * scaled by `grad_clip / norm` before the update.
+ * @param opt The optimizer.
  * @param[out] grad_norm_out Global L2 norm of the gradients before clipping, or NULL.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_ENUMERIC (a NaN/Inf gradient: nothing
- *         is changed, the step counter included).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENUMERIC (a NaN/Inf gradient:
+ *         nothing is changed, the moments and the step counter included).
  * @since 0.1
  */
 INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_out);
@@ -499,16 +663,29 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_ou
 /**
  * @brief One training step: batch number `step` (the optimizer's step counter) of the
  * dataset's train split, forward, backward, optimizer update.
+ * @param opt The optimizer (and through it the model).
+ * @param dataset Source of the batch (only read; may be shared with other threads).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param[out] loss_out Mean per-token loss of the batch before the update (nats), or NULL.
  * @return the errors of induct_dataset_batch(), induct_model_backward() and
  *         induct_optimizer_step(); ::INDUCT_EINVAL if the dataset's vocabulary
- *         exceeds the model's. On any error the weights are unchanged.
+ *         exceeds the model's; ::INDUCT_ERANGE if seq_len > n_ctx. On any error the
+ *         weights, the moments and the step counter are unchanged.
  * @since 0.1 No allocation after the first step with a given shape.
  */
 INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *dataset,
                                  uint32_t batch, uint32_t seq_len, double *loss_out);
 
-/** @brief As induct_train_step() on caller tokens `[batch][seq_len]`. @since 0.1 */
+/** @brief As induct_train_step() on caller tokens.
+ *  @param opt The optimizer (and through it the model).
+ *  @param tokens `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
+ *  @param batch Number of sequences, ≥ 1.
+ *  @param seq_len Tokens per sequence, 2 … n_ctx.
+ *  @param[out] loss_out Mean per-token loss before the update (nats), or NULL.
+ *  @return as induct_train_step() (::INDUCT_ERANGE also for a token id outside
+ *          the vocabulary).
+ *  @since 0.1 */
 INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *tokens,
                                         uint32_t batch, uint32_t seq_len, double *loss_out);
 /** @} */
@@ -526,9 +703,16 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *to
  * (the token after the first occurrence of t's token). This is seed 003's
  * `induction_score`; with 2 repeats it equals the ICL paper's prefix-matching score
  * restricted to the second copy. Range [0, 1].
+ * @param model The model (its workspace is written).
+ * @param dataset An RRT dataset without BOS.
+ * @param n_seq Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not an RRT dataset, n_seq 0);
  *         errors of induct_model_forward(); ::INDUCT_EBUFSIZE; ::INDUCT_EINTERRUPTED.
- * @since 0.1
+ * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_analysis_induction_score(induct_model *model, const induct_dataset *dataset,
                                                uint32_t n_seq, uint32_t seq_len, float *out,
@@ -538,8 +722,15 @@ INDUCT_API int induct_analysis_induction_score(induct_model *model, const induct
  * @brief Previous-token score per head, `[n_layers][n_heads]` (ICL paper, Appendix):
  * `mean_{i=1..T−1} A[i, i−1]`, averaged over the `n_seq` sequences of batch 0 of the
  * dataset's eval split. Range [0, 1].
+ * @param model The model (its workspace is written).
+ * @param dataset Any dataset whose vocabulary fits the model's.
+ * @param n_seq Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
  * @return as induct_analysis_induction_score() (any dataset kind).
- * @since 0.1
+ * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
                                                     const induct_dataset *dataset, uint32_t n_seq,
@@ -548,10 +739,1340 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
 /** @} */
 
 /* ---- datasets: KV retrieval, text, token files (issue 3) ---------------- */
+/** @defgroup datasets_ext Datasets: key–value retrieval, text, token files
+ *  The three kinds of input of issue 3, built on ::induct_dataset and
+ *  induct_dataset_batch() (batch `index` of a split stays a pure function of the
+ *  dataset and the call's arguments). Definitions, split rules and the ceiling
+ *  derivation are in docs/datasets.md.
+ *  @{ */
+
+/**
+ * @brief Key–value retrieval generator (seed 002, "문맥 내 학습과 유도 헤드").
+ *
+ * A row of `seq_len` tokens is a context of `C = seq_len − 1` tokens followed by
+ * the answer token:
+ * - the key position `p` is uniform in `[pair_min, pair_max]` (0-based, in the
+ *   context); the key `k` sits at `p` and again at `C − 1` (the query, the last
+ *   context position); the value `v` sits at `p + 1`; the answer token at
+ *   position `C = seq_len − 1` is `v`;
+ * - `k`, `v` and every other context token ("filler") are drawn independently and
+ *   uniformly from `[token_lo, token_hi)`, so filler and value may equal the key
+ *   (this makes the task ambiguous: see induct_dataset_kv_ceiling());
+ *   with `unique_key = 1` the value and the filler are drawn uniformly from the
+ *   range without `k` instead, and the ceiling is exactly 1;
+ * - draw order per row (for reproducibility): p, then k, then v, then the filler
+ *   of positions 0 … C−2 other than p and p + 1 in increasing order; a draw
+ *   "without k" takes u uniform in `[0, R−1)` and uses id `token_lo + u`, plus one
+ *   if that is ≥ k.
+ *
+ * The answer is scored at position `C − 1 = seq_len − 2` (the query), whose
+ * next-token prediction is the answer token. induct_train_step() on a KV dataset
+ * minimises the loss at that position only (the mean over the batch of
+ * `−ln P(answer | context)`, also what it reports), unless `all_positions` is 1; every
+ * other call (induct_model_forward(), induct_train_step_tokens()) is unaffected. The
+ * seed's experiment has a context of 24 tokens (`seq_len` 25) and 64 token ids.
+ * @since 0.1
+ */
+typedef struct induct_kv_config {
+    size_t size;        /**< `sizeof(induct_kv_config)`. */
+    uint32_t d_vocab;   /**< Vocabulary of the model it feeds. Default 64. */
+    uint32_t token_lo;  /**< First token id of the range keys, values and filler come from. Default 0. */
+    uint32_t token_hi;  /**< One past the last id; 0 = d_vocab. Default 0. */
+    uint32_t pair_min;  /**< Smallest key position p (0-based in the context). Default 0. */
+    int32_t pair_max;   /**< Largest key position p; −1 = `seq_len − 4` (the value right before
+                             the query), the largest that fits. Default −1. */
+    uint32_t unique_key;/**< 1: value and filler never equal the key. Default 0. */
+    uint32_t all_positions; /**< Training objective of induct_train_step() on this dataset:
+                             0 = the loss at the answer position only (the seed's objective;
+                             the answer is the only predictable token of a row); 1 = the mean
+                             loss over every position, as for any token stream. Default 0. */
+    uint64_t seed;      /**< Seed of the stream. Default 0. */
+} induct_kv_config;
+
+/** @brief Write the defaults into a KV config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_kv_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_kv_config_init(induct_kv_config *cfg, size_t size);
+
+/**
+ * @brief Create a key–value retrieval dataset (see ::induct_kv_config).
+ *
+ * induct_dataset_batch() writes rows as described there; its `meta_out[b]` is the
+ * value position `p + 1` of row b (the "answer position" of the seed's table C).
+ * Both splits are generated; they are different random streams.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, d_vocab 0, empty or out-of-vocabulary
+ *         range, `unique_key` other than 0/1 or set with a range of one id,
+ *         `pair_max` below −1, `pair_max ≥ 0` below `pair_min`); ::INDUCT_EABI; ::INDUCT_ENOMEM.
+ *         Whether the pair range fits a sequence length is checked per call
+ *         (::INDUCT_ERANGE from induct_dataset_batch()).
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_kv(induct_dataset **out, const induct_kv_config *cfg);
+
+/** Column of induct_dataset_kv_info(): position whose prediction is scored (`seq_len − 2`). @since 0.1 */
+#define INDUCT_KV_ANSWER_POS 0
+/** Column of induct_dataset_kv_info(): the answer token (the value, `tokens[seq_len − 1]`). @since 0.1 */
+#define INDUCT_KV_ANSWER_TOKEN 1
+/** Column of induct_dataset_kv_info(): key position p. @since 0.1 */
+#define INDUCT_KV_KEY_POS 2
+/** Column of induct_dataset_kv_info(): value position p + 1. @since 0.1 */
+#define INDUCT_KV_VALUE_POS 3
+/** Number of columns of induct_dataset_kv_info(). @since 0.1 */
+#define INDUCT_KV_INFO_COLS 4
+
+/**
+ * @brief Per-sequence targets of batch `index` of a KV dataset,
+ * `[batch][INDUCT_KV_INFO_COLS]` int32: answer position, answer token, key
+ * position, value position (the `INDUCT_KV_*` column macros), for exactly the
+ * rows induct_dataset_batch() returns with the same arguments.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param split ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+ * @param index Batch number.
+ * @param batch Rows, ≥ 1.
+ * @param seq_len Row length including the answer token, ≥ 4.
+ * @param out Output or NULL (then `out_cap` must be 0) to ask for the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to `batch · 4` (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL dataset, not a KV dataset, batch 0,
+ *         unknown split); ::INDUCT_ERANGE (the pair range does not fit `seq_len`);
+ *         ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe: the dataset is only read.
+ */
+INDUCT_API int induct_dataset_kv_info(const induct_dataset *dataset, uint32_t split,
+                                      uint64_t index, uint32_t batch, uint32_t seq_len,
+                                      int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Bayes-optimal accuracy of the KV generator at the answer position (the
+ * task's ceiling), computed exactly.
+ *
+ * Given a row's context, every allowed key position j with `x[j] = x[C−1]` is
+ * equally likely to be the pair, so the best guess is the token that most often
+ * follows such a j. With R = `token_hi − token_lo` ids and m allowed positions,
+ * the ceiling is `(R / m) · E[M]`, where M is the largest number of allowed
+ * positions j with `x[j] = k` and `x[j+1] = v` (over v) for i.i.d. uniform tokens.
+ * E[M] is evaluated exactly by a dynamic programme over the positions and the
+ * exact distribution of the maximum occupancy of balls in R − 1 bins (derivation:
+ * docs/datasets.md). Terms whose total probability is below 1e−18 are dropped, so
+ * the value is exact to double rounding (absolute error < 1e−12). With
+ * `unique_key` the ceiling is exactly 1.
+ * Cost: O(m · c²  + R · c³) for c ≈ the largest likely number of key repeats.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param seq_len Row length including the answer token (25 for the seed).
+ * @param[out] ceiling_out Probability in (0, 1].
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset); ::INDUCT_ERANGE
+ *         (pair range does not fit `seq_len`); ::INDUCT_ELIMIT (a task so large that c
+ *         exceeds 4096 or the work ~4·10^10 operations); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_kv_ceiling(const induct_dataset *dataset, uint32_t seq_len,
+                                         double *ceiling_out);
+
+/**
+ * @brief KV accuracy: the fraction of the `n_seq` rows of batch 0 of the dataset's
+ * eval split whose argmax logit at the answer position (`seq_len − 2`) is the
+ * answer token (ties go to the lowest id). Seed 002, tables A and B.
+ * Evaluated in chunks, so memory does not grow with `n_seq`.
+ * @param model Any model with `d_vocab ≥` the dataset's and `n_ctx ≥ seq_len`.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param n_seq Number of rows, ≥ 1.
+ * @param seq_len Row length including the answer token.
+ * @param[out] accuracy_out In [0, 1].
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset, n_seq 0, vocabulary
+ *         larger than the model's); ::INDUCT_ERANGE; errors of induct_model_forward();
+ *         ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_accuracy(induct_model *model, const induct_dataset *dataset,
+                                           uint32_t n_seq, uint32_t seq_len,
+                                           double *accuracy_out);
+
+/**
+ * @brief Attention from the query (answer position `seq_len − 2`) to the value
+ * position `p + 1`, per head, `[n_layers][n_heads]`, averaged over the `n_seq` rows
+ * of batch 0 of the dataset's eval split. Seed 002, table C ("정답 자리를 본 비율");
+ * uniform attention scores `1 / (seq_len − 1)`. Range [0, 1].
+ * @param model,dataset,n_seq,seq_len As induct_analysis_kv_accuracy().
+ * @param out `[n_layers][n_heads]` floats.
+ * @param out_cap Capacity in floats.
+ * @param[out] out_len Set to `n_layers · n_heads` (may be NULL).
+ * @return as induct_analysis_kv_accuracy(); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_attention(induct_model *model, const induct_dataset *dataset,
+                                            uint32_t n_seq, uint32_t seq_len, float *out,
+                                            size_t out_cap, size_t *out_len);
+
+/** Byte-level text: the id of the optional BOS token (d_vocab becomes 257). @since 0.1 */
+#define INDUCT_TEXT_BOS 256
+/** Split rule: by position, in blocks spread over the stream. @since 0.1 */
+#define INDUCT_SPLIT_BY_POSITION 0u
+/** Split rule: by document (file). @since 0.1 */
+#define INDUCT_SPLIT_BY_DOCUMENT 1u
+
+/**
+ * @brief Byte-level text corpus and its train/validation split.
+ *
+ * Tokens are bytes (ids 0 … 255, `d_vocab` 256); any byte sequence is accepted
+ * (invalid UTF-8 is still bytes). A document (one file, or the caller's buffer)
+ * becomes `[BOS if bos] bytes [separator if separator ≥ 0]`; documents are
+ * concatenated in order (sorted path order for a directory). Empty documents
+ * contribute nothing.
+ *
+ * Split (deterministic, independent of the seed): the units are blocks of
+ * `block_tokens` consecutive tokens (::INDUCT_SPLIT_BY_POSITION; the last block
+ * may be shorter; `block_tokens = 0` makes the whole stream one unit, cut so that
+ * its last ⌊n · val_fraction⌋ tokens are held out) or documents
+ * (::INDUCT_SPLIT_BY_DOCUMENT). Unit i (0-based, of n units) is held out iff
+ * ⌊(i+1)·f⌋ > ⌊i·f⌋ with f = `val_fraction`: exactly ⌊n·f⌋ units, spread evenly
+ * over the whole corpus. Each split's stream is its units concatenated in order.
+ *
+ * Windows: the train split gives random windows of length T with starts uniform
+ * in `{0 … n_train − T − 1}` (a fresh draw per row from (seed, split, batch
+ * index)). The eval split gives a fixed set of E windows over the held-out stream,
+ * identical across runs and seeds: with S = n_val − T valid starts and
+ * N = `n_eval_windows`, E = min(N, S) windows start at ⌊i·S/E⌋ (i = 0 … E−1),
+ * evenly spread; with N = 0 they are all E = ⌊(n_val − 1)/T⌋ disjoint windows,
+ * starting at i·T. Row r of eval batch `index` is window `(index · batch + r) mod E`.
+ * induct_dataset_batch()'s `meta_out[b]` is the row's start within its split's stream
+ * (clamped to INT32_MAX); too short a split gives ::INDUCT_ERANGE.
+ * @since 0.1
+ */
+typedef struct induct_text_config {
+    size_t size;             /**< `sizeof(induct_text_config)`. */
+    uint32_t bos;            /**< 1: ::INDUCT_TEXT_BOS starts every document and d_vocab is 257. Default 0. */
+    int32_t separator;       /**< Byte 0 … 255 appended after every document, or −1 for none. Default −1. */
+    uint32_t split;          /**< ::INDUCT_SPLIT_BY_POSITION or ::INDUCT_SPLIT_BY_DOCUMENT. Default by position. */
+    uint32_t n_eval_windows; /**< Fixed evaluation windows; 0 = all disjoint windows. Default 1024. */
+    double val_fraction;     /**< Held-out fraction f in [0, 1). Default 0.1. */
+    uint64_t block_tokens;   /**< Unit of the position split; 0 = one cut at the end. Default 65536. */
+    uint64_t seed;           /**< Seed of the train windows. Default 0. */
+    uint64_t max_bytes;      /**< Cap on the memory the dataset allocates, or 0 for none: the
+                                  corpus (2 bytes a token), its document table and the split's
+                                  segment tables. Input whose corpus needs more is refused with
+                                  ::INDUCT_ELIMIT before it is read (file sizes are checked
+                                  first; a file that grows while read is refused once past the
+                                  cap), and tables that would not fit before they are built.
+                                  A file's bytes are held while it is read, so the peak is at
+                                  most 1.5 × max_bytes (docs/hardening.md). Default 0. */
+} induct_text_config;
+
+/** @brief Write the defaults into a text config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_text_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size);
+
+/**
+ * @brief Byte-level text dataset from a caller's buffer (one document; copied).
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param bytes `n` bytes, any values.
+ * @param n Number of bytes, ≥ 1.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, bad config: bos not 0/1,
+ *         separator outside −1 … 255, unknown split, val_fraction outside [0, 1) or
+ *         not finite, a document split, which needs two documents);
+ *         ::INDUCT_EABI; ::INDUCT_ELIMIT (size overflow, or a corpus above
+ *         `max_bytes`); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, size_t n,
+                                       const induct_text_config *cfg);
+
+/**
+ * @brief Byte-level text dataset from a file, or from every regular file under a
+ * directory whose name ends with `suffix` (e.g. ".py"; NULL or "" = every file).
+ *
+ * A directory is walked recursively without following symbolic links (links are
+ * skipped); the files are read in byte-wise `strcmp` order of their paths relative
+ * to `path`, each one document. The corpus is read into memory (2 bytes a token).
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param path A regular file or a directory.
+ * @param suffix File-name suffix filter for directories, or NULL.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config, a document split with
+ *         fewer than 2 non-empty documents); ::INDUCT_EIO (cannot open, stat or read,
+ *         or `path` is neither a regular file nor a directory, e.g. a device or a FIFO;
+ *         the path is named); ::INDUCT_EFORMAT (empty input: an empty file, or no
+ *         non-empty matching file; the path is named); ::INDUCT_ELIMIT (size overflow,
+ *         a directory tree deeper than 256, or input above `max_bytes`, refused before
+ *         it is read); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *path,
+                                            const char *suffix, const induct_text_config *cfg);
+
+/** Token-file format: raw little-endian uint16 array (nanoGPT's `train.bin`). @since 0.1 */
+#define INDUCT_TOKFILE_U16 0u
+/** Token-file format: raw little-endian uint32 array. @since 0.1 */
+#define INDUCT_TOKFILE_U32 1u
+/** Token-file format: llm.c's — a header of 256 little-endian int32 (magic 20240520,
+ *  version 1, token count, the rest 0), then `count` little-endian uint16. @since 0.1 */
+#define INDUCT_TOKFILE_LLMC 2u
+/** llm.c token-file magic number. @since 0.1 */
+#define INDUCT_LLMC_MAGIC 20240520
+/** llm.c token-file version this library reads and writes. @since 0.1 */
+#define INDUCT_LLMC_VERSION 1
+
+/**
+ * @brief Token-file dataset configuration. Windows and splits follow
+ * ::induct_text_config (position split only: a token file has no documents).
+ * @since 0.1
+ */
+typedef struct induct_token_file_config {
+    size_t size;             /**< `sizeof(induct_token_file_config)`. */
+    uint32_t format;         /**< `INDUCT_TOKFILE_*`. Default ::INDUCT_TOKFILE_U16. */
+    uint32_t d_vocab;        /**< Every id must be below it; 0 = (largest id in the files) + 1. Default 0. */
+    uint32_t n_eval_windows; /**< As ::induct_text_config. Default 1024. */
+    double val_fraction;     /**< As ::induct_text_config; ignored when a validation file is given. Default 0.1. */
+    uint64_t block_tokens;   /**< As ::induct_text_config. Default 65536. */
+    uint64_t resident_limit; /**< Bytes of the mapping read after which its pages are
+                                  released (madvise MADV_DONTNEED), bounding resident memory;
+                                  0 = never release. Default 64 MiB. */
+    uint64_t seed;           /**< Seed of the train windows. Default 0. */
+    uint64_t max_bytes;      /**< Cap on the memory the dataset allocates, or 0 for none: the
+                                  files are mapped, not copied, so this bounds the split's
+                                  segment tables (up to 64 bytes per held-out block, e.g.
+                                  with a tiny `block_tokens`), refused with ::INDUCT_ELIMIT
+                                  before they are built (docs/hardening.md). Default 0. */
+} induct_token_file_config;
+
+/** @brief Write the defaults into a token-file config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_token_file_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size_t size);
+
+/**
+ * @brief Dataset over memory-mapped token files (read-only, not copied).
+ *
+ * Every file is validated when opened: the size fits the format (a whole number of
+ * tokens; for llm.c at least the 1024-byte header, the magic and version, and a size
+ * of exactly 1024 + 2·count bytes), at least one token, and every id below d_vocab.
+ * The validation pass and every window read release the mapping's pages whenever
+ * `resident_limit` bytes have been read since the last release, so resident memory
+ * stays bounded however long the run. The files must not be changed or truncated
+ * while the dataset lives.
+ * @param[out] out Owned by the caller; NULL on failure.
+ * @param path The training tokens (or all tokens, split by position).
+ * @param val_path A separate validation file (nanoGPT's `val.bin`), or NULL to
+ *        hold out part of `path` by ::induct_token_file_config::val_fraction.
+ * @param cfg Copied.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config); ::INDUCT_EIO (cannot open,
+ *         stat or map); ::INDUCT_EFORMAT (truncated file, size not consistent with the
+ *         header or the dtype, wrong magic, unsupported version, zero tokens);
+ *         ::INDUCT_ERANGE (an id ≥ d_vocab, or a uint32 id above INT32_MAX); every
+ *         message names the file and the problem; ::INDUCT_ENOMEM.
+ * @since 0.1 The handle is thread-safe like every dataset.
+ */
+INDUCT_API int induct_dataset_new_token_file(induct_dataset **out, const char *path,
+                                             const char *val_path,
+                                             const induct_token_file_config *cfg);
+
+/**
+ * @brief Read a whole token file (validated as by induct_dataset_new_token_file())
+ * into int32 ids.
+ * @param path The file.
+ * @param format `INDUCT_TOKFILE_*`.
+ * @param d_vocab Every id must be below it; 0 = no bound (other than INT32_MAX).
+ * @param out `[n_tokens]` or NULL (then `out_cap` must be 0) to ask for the count.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to the token count (may be NULL).
+ * @return as induct_dataset_new_token_file(); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_token_file_read(const char *path, uint32_t format, uint32_t d_vocab,
+                                      int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Write `n` token ids to `path` atomically (a temporary file in the same
+ * directory, flushed and fsync'ed, then renamed over `path`).
+ * @param path Destination; replaced only on success.
+ * @param format `INDUCT_TOKFILE_*`.
+ * @param tokens `n` ids; each must fit the format (0 … 65535 for U16 and LLMC,
+ *        0 … INT32_MAX for U32).
+ * @param n Number of tokens, ≥ 1 (≤ INT32_MAX for LLMC, whose header holds an int32 count).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n 0, unknown format); ::INDUCT_ERANGE
+ *         (an id that does not fit; its index is named; nothing is written);
+ *         ::INDUCT_ELIMIT (n too large for the format); ::INDUCT_EIO.
+ * @since 0.1 Thread-safe (different paths).
+ */
+INDUCT_API int induct_token_file_write(const char *path, uint32_t format, const int32_t *tokens,
+                                       size_t n);
+
+/**
+ * @brief Number of tokens in a split's stream (text, token-file and token-array datasets).
+ * @param dataset The dataset.
+ * @param split ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+ * @param[out] n_out Token count (0 for an empty held-out part). For
+ *        induct_dataset_new_tokens() both splits are the whole array.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown split, a generator dataset).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_split_tokens(const induct_dataset *dataset, uint32_t split,
+                                           uint64_t *n_out);
+
+/**
+ * @brief Number of distinct windows of length `seq_len` a split yields:
+ * for ::INDUCT_SPLIT_TRAIN the number of valid random starts `n − T` (0 if n ≤ T),
+ * for ::INDUCT_SPLIT_EVAL the size E of the fixed evaluation set (see
+ * ::induct_text_config). Text and token-file datasets.
+ * @param dataset The dataset.
+ * @param split The split.
+ * @param seq_len Window length T ≥ 2.
+ * @param[out] n_out The count.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown split, T < 2, other kinds).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_window_count(const induct_dataset *dataset, uint32_t split,
+                                           uint32_t seq_len, uint64_t *n_out);
+/** @} */
 
 /* ---- analysis suite (issue 4) ------------------------------------------ */
+/** @defgroup analysis_suite Analysis suite
+ *  The measurements of the ICL paper and the Framework, per head, with the
+ *  definitions of docs/analysis.md (which states every choice we made where the
+ *  papers leave a detail open). Shapes are row-major; head tables are
+ *  `[n_layers][n_heads]`. Losses are in nats (natural log).
+ *
+ *  Functions that run the model honour the head ablations in force (see
+ *  induct_model_ablate_head()); functions that read only weights
+ *  (induct_analysis_copying_eigen(), induct_analysis_composition()) ignore them.
+ *  No analysis changes the weights. Every analysis that runs the model uses its
+ *  workspace: one thread per model at a time, as for induct_model_forward().
+ *  @{ */
+
+/**
+ * @brief The fixed evaluation set and the indices of the ICL score.
+ *
+ * The evaluation set is batch number `batch_index` of the dataset's `split`, drawn
+ * with batch size `n_seq` and sequence length `seq_len` (so it is the same for
+ * every model and snapshot given the same dataset and config). It is run through
+ * the model `chunk` sequences at a time (this changes only memory use and speed,
+ * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
+ * (induct_eval_config_init() does). Fields are only ever appended.
+ * @since 0.1
+ */
+typedef struct induct_eval_config {
+    size_t size;          /**< `sizeof(induct_eval_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
+    uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
+    uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
+    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
+                               Default 50. */
+    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
+                               Default 500. */
+    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+                               Default ::INDUCT_SPLIT_EVAL. */
+    uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
+    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
+                               (induct_analysis_loss_vectors()). Default 0. */
+} induct_eval_config;
+
+/**
+ * @brief Write the defaults into an evaluation config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_eval_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *         struct or above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size);
+
+/**
+ * @brief In-context learning score (ICL paper, "Key Concepts" and Appendix "Analyses").
+ *
+ * `icl = mean_b L_b[late − 1] − mean_b L_b[early − 1]` over the evaluation set, where
+ * `L_b[p] = −ln P(t[p+1] | t[0..p])` (nats): the loss of the `late`-th token minus the
+ * loss of the `early`-th token, "the k-th token" being the one predicted from k tokens
+ * of context (defaults 500 and 50 as in the paper). Negative means the model uses
+ * context. A model with all-zero logits scores exactly 0.
+ *
+ * @param model   The model; its ablations in force apply.
+ * @param dataset Source of the evaluation set; its vocabulary must fit the model's.
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param[out] score_out The score in nats (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or score_out; n_seq or chunk
+ *         0; early 0 or early ≥ late; unknown split; dataset vocabulary larger than the
+ *         model's); ::INDUCT_EABI (cfg size); ::INDUCT_ERANGE (seq_len < late + 1: the
+ *         context is too short to hold both indices — never clamped; seq_len > n_ctx;
+ *         or the dataset cannot produce sequences that long); ::INDUCT_ENOMEM;
+ *         ::INDUCT_ENUMERIC; ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ *         On failure `*score_out` is unchanged.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_dataset *dataset,
+                                         const induct_eval_config *cfg, double *score_out);
+
+/**
+ * @brief Loss by position (the "context-index average"), `[seq_len − 1]`:
+ * `out[p] = mean_b L_b[p]` in nats over the evaluation set (ICL paper, Appendix).
+ *
+ * `early` and `late` are not used here except that they must satisfy
+ * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
+ * need not hold them (the curve is defined for any seq_len ≥ 2).
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set; NULL means the defaults.
+ * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to `seq_len − 1` (may be NULL).
+ * @return as induct_analysis_icl_score() except the context-length error;
+ *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
+                                                const induct_dataset *dataset,
+                                                const induct_eval_config *cfg, float *out,
+                                                size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Per-token loss vectors of one snapshot (ICL paper, Appendix "Data Collection").
+ *
+ * (a) `per_seq_out[i] = L_i[pos_i]`: the loss of sequence i at its fixed random
+ * position `pos_i` (see induct_analysis_loss_positions()), a vector of length n_seq;
+ * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
+ * Both come from one pass over the evaluation set. Stack the (a) vectors of many
+ * snapshots and pass them to induct_analysis_pca().
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
+ * @param per_seq_out `[n_seq]` or NULL (then `per_seq_cap` must be 0).
+ * @param per_seq_cap Capacity of `per_seq_out` in floats.
+ * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
+ * @param avg_cap Capacity of `avg_out` in floats.
+ * @return as induct_analysis_loss_by_position(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
+ *         too small; the message names the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_vectors(induct_model *model, const induct_dataset *dataset,
+                                            const induct_eval_config *cfg, float *per_seq_out,
+                                            size_t per_seq_cap, float *avg_out, size_t avg_cap);
+
+/**
+ * @brief The fixed random positions of induct_analysis_loss_vectors(), `[n_seq]`:
+ * `pos_i` is uniform in `[0, seq_len − 2]`, a pure function of (pos_seed, i, seq_len).
+ * @param model Gives n_ctx when `cfg->seq_len` is 0; not modified.
+ * @param cfg   NULL means the defaults.
+ * @param out   `[n_seq]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI; ::INDUCT_ERANGE (seq_len < 2 or
+ *         > n_ctx); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_loss_positions(const induct_model *model,
+                                              const induct_eval_config *cfg, uint32_t *out,
+                                              size_t out_cap, size_t *out_len);
+
+/** Ablation mode: the head is not ablated. @since 0.1 */
+#define INDUCT_ABLATE_NONE 0u
+/** Ablation mode: the head's result `z_h W_O[h]` is removed (z_h := 0); `b_O` stays. @since 0.1 */
+#define INDUCT_ABLATE_ZERO 1u
+/** Ablation mode: z_h is replaced by its mean over the reference set of
+ *  induct_model_set_ablation_mean(). @since 0.1 */
+#define INDUCT_ABLATE_MEAN 2u
+/** Flag for induct_analysis_ablation_attribution(): also freeze downstream
+ *  patterns (pattern-preserving ablation). @since 0.1 */
+#define INDUCT_ABLATE_PRESERVE_PATTERNS 0x100u
+
+/** Mean reference: one mean per head, pooled over sequences and positions. @since 0.1 */
+#define INDUCT_MEAN_POOLED 0u
+/** Mean reference: one mean per head and position, over the sequences. @since 0.1 */
+#define INDUCT_MEAN_PER_POSITION 1u
+
+/**
+ * @brief Ablate (or restore) one head for every later forward pass and analysis
+ * (ICL paper, Appendix "Analyses"), until induct_model_clear_ablations().
+ *
+ * After layer `layer`'s attention computes `z` (`[batch][seq][n_heads][d_head]`,
+ * the pattern-weighted values before W_O), head `head`'s slice is replaced: by 0
+ * (::INDUCT_ABLATE_ZERO; the head's result `z_h W_O[h]` leaves the residual
+ * stream, `b_O` stays) or by the stored mean (::INDUCT_ABLATE_MEAN). Any set of
+ * heads may be ablated at once, each with its own mode. Ablation never changes the
+ * weights; once every head is restored (or the ablations are cleared) forward
+ * passes are bit-identical to those before.
+ *
+ * While any head is ablated, induct_model_backward(), induct_train_step() and
+ * induct_train_step_tokens() refuse with ::INDUCT_ESTATE (gradients through an
+ * ablated model are not offered). induct_model_clone() does not copy ablations.
+ *
+ * @param model The model whose forward passes are affected.
+ * @param layer Layer index, 0 … n_layers − 1.
+ * @param head  Head index within the layer, 0 … n_heads − 1.
+ * @param mode ::INDUCT_ABLATE_NONE (restore), ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown mode); ::INDUCT_ERANGE
+ *         (layer ≥ n_layers or head ≥ n_heads: the head does not exist);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_ablate_head(induct_model *model, uint32_t layer, uint32_t head,
+                                        uint32_t mode);
+
+/**
+ * @brief Pattern-preserving ablation on or off (ICL paper, Appendix "Analyses").
+ *
+ * When on and at least one head is ablated, every forward pass first runs the
+ * model without ablations on the same tokens and records the attention patterns;
+ * the ablated pass then uses those clean patterns for every head of every layer
+ * after the earliest layer that has an ablated head (`z = A_clean v`, with `v` from
+ * the ablated residual stream), so only the ablated heads' values propagate.
+ * Patterns read with induct_model_attention() are those in effect. Costs a second
+ * forward pass and `[later layers][batch][n_heads][seq][seq]` floats.
+ * @param model The model.
+ * @param on 1 on, 0 off.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, `on` not 0/1).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_preserve_patterns(induct_model *model, uint32_t on);
+
+/**
+ * @brief Compute the reference means for ::INDUCT_ABLATE_MEAN from a reference set.
+ *
+ * Runs the model without any ablation on `tokens` and stores, for every head,
+ * the mean of z_h (`[d_head]`): pooled over all sequences and positions
+ * (::INDUCT_MEAN_POOLED), or per position over the sequences
+ * (::INDUCT_MEAN_PER_POSITION; inputs longer than `seq_len` are then refused with
+ * ::INDUCT_ERANGE while a head is mean-ablated). Replaces any earlier reference; the
+ * means are kept until the model is freed (clearing ablations keeps them).
+ * @param model The model (run without ablations; weights are not changed).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Sequences in the reference set, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param how ::INDUCT_MEAN_POOLED or ::INDUCT_MEAN_PER_POSITION.
+ * @return as induct_model_forward() for the tokens; ::INDUCT_EINVAL (unknown `how`);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_ablation_mean(induct_model *model, const int32_t *tokens,
+                                              uint32_t batch, uint32_t seq_len, uint32_t how);
+
+/**
+ * @brief Restore every head and turn pattern preservation off. Later forward passes are
+ * bit-identical to those of a model that was never ablated. The mean reference is kept.
+ * @param model The model.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_clear_ablations(induct_model *model);
+
+/**
+ * @brief Read the ablations in force: `modes_out [n_layers][n_heads]` holds
+ * `INDUCT_ABLATE_*` per head.
+ * @param model The model; not modified.
+ * @param modes_out `[n_layers][n_heads]` or NULL with `modes_cap` 0 to ask the length.
+ * @param modes_cap Capacity of `modes_out` in elements.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] preserve_out 1 if pattern preservation is on, else 0 (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE.
+ * @since 0.1
+ */
+INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *modes_out,
+                                          size_t modes_cap, size_t *out_len,
+                                          uint32_t *preserve_out);
+
+/**
+ * @brief Ablation attribution (ICL paper, Appendix "Analyses"): `out[l][h] =
+ * icl(with head (l, h) ablated) − icl(without)`, `[n_layers][n_heads]`, nats.
+ *
+ * Positive values mean the head helps in-context learning. "Without" is the model
+ * with the ablations already in force (normally none); head (l, h) is added to them
+ * with `mode`. The evaluation set and indices are those of induct_analysis_icl_score().
+ *
+ * For attention-only models with no ablation in force, the clean forward pass is run
+ * once per chunk and each head's ablation is propagated from the clean residual
+ * stream: only the later layers are recomputed, the last layer only at the two
+ * query positions the score reads, and the unembedding only at those positions.
+ * Otherwise each head costs one pass over the evaluation set with the ablation
+ * in force. Both give the same values up to float rounding (about 1e-5 nats).
+ *
+ * @param model   The model; its ablations are the same afterwards; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param mode ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN, optionally or-ed with
+ *             ::INDUCT_ABLATE_PRESERVE_PATTERNS.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] icl_out The ICL score without the extra ablation (may be NULL).
+ * @return as induct_analysis_icl_score(); ::INDUCT_EINVAL (bad mode);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_EBUFSIZE. The ablations in force are the same afterwards,
+ *         also on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_ablation_attribution(induct_model *model,
+                                                    const induct_dataset *dataset,
+                                                    const induct_eval_config *cfg, uint32_t mode,
+                                                    float *out, size_t out_cap, size_t *out_len,
+                                                    double *icl_out);
+
+/**
+ * @brief Synthetic probe sequences for the head evaluators (ICL paper, Appendix,
+ * "head activation evaluators"). Size-prefixed; fields are only ever appended.
+ *
+ * Probe sequence b is `[BOS] + r + r + … (n_repeats copies)`, r a block of
+ * `block_len` tokens drawn without replacement from `[token_lo, token_hi)`, from a
+ * random stream that depends only on (seed, b). The copying probe is `[BOS if
+ * copying_bos] + r` (the same block, not repeated).
+ * @since 0.1
+ */
+typedef struct induct_probe_config {
+    size_t size;          /**< `sizeof(induct_probe_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Probe sequences, ≥ 1. Default 10. */
+    uint32_t block_len;   /**< Tokens per block, ≥ 1. Default 25. */
+    uint32_t n_repeats;   /**< Copies of the block in the repeated probe, ≥ 2. Default 4. */
+    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token
+                               range. Default 0. */
+    uint32_t token_lo;    /**< First id of the token range. Default 1. */
+    uint32_t token_hi;    /**< One past the last id; 0 means d_vocab. Default 0. */
+    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted
+                               it by mistake). Default 0. */
+    uint32_t reserved0;   /**< Must be 0. */
+    uint64_t seed;        /**< Seed of the probe stream. Default 0. */
+} induct_probe_config;
+
+/**
+ * @brief Write the defaults into a probe config of `size` bytes (BOS 0, tokens from
+ * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0).
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_probe_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size);
+
+/**
+ * @brief The probe sequences themselves, `[n_seq][T]`.
+ * @param model Gives d_vocab and n_ctx; not modified.
+ * @param cfg NULL means the defaults.
+ * @param copying 0: the repeated probe, `T = (bos ≥ 0) + block_len·n_repeats`;
+ *                1: the copying probe, `T = copying_bos·(bos ≥ 0) + block_len`.
+ * @param out `[n_seq][T]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq·T (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model; n_seq, block_len 0; n_repeats < 2;
+ *         empty range, range outside the vocabulary or shorter than block_len; BOS
+ *         inside the range or ≥ d_vocab; reserved0 ≠ 0; copying not 0/1);
+ *         ::INDUCT_EABI; ::INDUCT_ERANGE (T > n_ctx or T < 2); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_probe_tokens(const induct_model *model,
+                                            const induct_probe_config *cfg, uint32_t copying,
+                                            int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Prefix-matching score per head, `[n_layers][n_heads]`, range [0, 1]
+ * (ICL paper, Appendix, "head activation evaluators").
+ *
+ * On the repeated probe (block length P): for every query p in repeats 2 … n_repeats
+ * (repeat r, 1-based), its targets are `p − mP + 1` for m = 1 … r − 1, the
+ * positions right after each earlier occurrence of `t[p]`. Score = mean over those
+ * queries of the summed attention on the targets, averaged over the probe
+ * sequences. One-hot attention on a target scores 1; uniform attention scores the
+ * mean of (r − 1)/(p + 1). With 2 repeats this is the common "induction score".
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return the errors of induct_analysis_probe_tokens() and induct_model_forward();
+ *         ::INDUCT_EBUFSIZE.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_prefix_matching(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Duplicate-token score per head, `[n_layers][n_heads]`, range [0, 1].
+ *
+ * As induct_analysis_prefix_matching() but the targets are the earlier occurrences of
+ * the same token, `p − mP` (m = 1 … r − 1). Uniform attention scores the same
+ * mean of (r − 1)/(p + 1). Our definition (the ICL paper names duplicate-token heads
+ * without giving an evaluator).
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_duplicate_token(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Empirical copying score per head, `[n_layers][n_heads]`, range [−1, 1]
+ * (ICL paper, Appendix, "head activation evaluators"; the exact ratio is our reading).
+ *
+ * On the copying probe: for each query p the head's direct contribution to the
+ * logits is `ℓ_p = z_{p,h} W_O[h] W_U` (z includes b_V; with a final LayerNorm, its
+ * linear part at the clean run's frozen scale: centring, ·w / σ_p; b_U and the LN
+ * bias are not part of the head's contribution). `ℓ'_p = ReLU(ℓ_p − mean_v ℓ_p)`.
+ * `r = Σ_p Σ_k A[p,k] ℓ'_p[t_k] / Σ_p Σ_{v ∈ S} ℓ'_p[v]`, S the distinct tokens of
+ * the probe sequence, sums pooled over every query of every probe sequence;
+ * score `2r − 1`. 1 means the head raises only the tokens it attends to, −1 only
+ * other tokens of the sample; a head whose contribution is zero scores 0.
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_config *cfg,
+                                       float *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief OV-circuit eigenvalue copying score per head, `[n_layers][n_heads]`, range
+ * [−1, 1] (Framework, "Copying / Induction heads", eigenvalue analysis).
+ *
+ * The full OV circuit `W_E W_V[h] W_O[h] W_U` has the same non-zero eigenvalues λ as
+ * the `d_head × d_head` matrix `W_O[h] W_U W_E W_V[h]`; score `Re(Σλ) / Σ|λ|`
+ * (LAPACKE dgeev, double precision). 0 when every λ is 0. Weights only: positions,
+ * biases and LayerNorm are not included; ablations are ignored.
+ * @param model The model; only its weights are read.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge).
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *out,
+                                             size_t out_cap, size_t *out_len);
+
+/** Composition kind: Q-composition (Framework, "Analyzing a Two-Layer Model"). @since 0.1 */
+#define INDUCT_COMPOSITION_Q 0u
+/** Composition kind: K-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_K 1u
+/** Composition kind: V-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_V 2u
+
+/**
+ * @brief Composition scores, `[n_layers][n_heads][n_layers][n_heads]` indexed
+ * `[l1][h1][l2][h2]` (Framework, "Analyzing a Two-Layer Model").
+ *
+ * TransformerLens row convention: `OV_h = W_V[h] W_O[h]`, `QK_h = W_Q[h] W_K[h]ᵀ`
+ * (d_model × d_model). For head h1 in an earlier layer and h2 in a later one:
+ * Q: `‖OV_h1 QK_h2‖_F / (‖OV_h1‖_F ‖QK_h2‖_F)`; K: the same with `QK_h2ᵀ`;
+ * V: with `OV_h2`. Entries are 0 unless l1 < l2, and 0 when a norm is 0. Raw weights:
+ * LayerNorm gains are not folded in (our choice); ablations are ignored.
+ * Subtract induct_analysis_composition_baseline() for the Framework's baseline-
+ * corrected scores.
+ * @param model The model; only its weights are read.
+ * @param kind ::INDUCT_COMPOSITION_Q, ::INDUCT_COMPOSITION_K or ::INDUCT_COMPOSITION_V.
+ * @param out `[L][H][L][H]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to (n_layers·n_heads)² (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown kind); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_composition(const induct_model *model, uint32_t kind, float *out,
+                                           size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Random baseline of the composition scores for this model's shapes.
+ *
+ * The mean score of `n_samples` draws in which the four factors (`W_V`, `W_O` of h1
+ * and `W_Q`, `W_K` — or `W_V`, `W_O` — of h2) are independent standard Gaussian
+ * matrices of the model's shapes; Q, K and V composition have the same baseline
+ * (≈ 1/√d_model when d_head ≪ d_model). Deterministic given `seed`.
+ * @param model Gives d_model and d_head; not modified.
+ * @param n_samples Draws, 1 … 100000.
+ * @param seed Seed of the draws.
+ * @param[out] baseline_out The mean score (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n_samples out of range); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_composition_baseline(const induct_model *model,
+                                                    uint32_t n_samples, uint64_t seed,
+                                                    double *baseline_out);
+
+/**
+ * @brief Principal component analysis of a stack of vectors (ICL paper, Appendix
+ * "Data Collection"), through LAPACKE's SVD (dgesdd, double precision).
+ *
+ * `x [n_rows][n_cols]` (one row per snapshot, e.g. the (a) vectors of
+ * induct_analysis_loss_vectors()) is centred column by column; with the SVD
+ * `X_c = U S Vᵀ`, component i is row i of Vᵀ, signed so that its entry of largest
+ * magnitude is positive (the first such entry on ties); scores are `X_c V_k`
+ * (`U_k S_k`); explained variance is `s_i² / (n_rows − 1)` and the total variance is
+ * the sum over all singular values (so `variance[i] / total` is the explained ratio).
+ * @param x `[n_rows][n_cols]`, finite.
+ * @param n_rows Rows, ≥ 2.
+ * @param n_cols Columns, ≥ 1.
+ * @param n_components k, 1 … min(n_rows, n_cols).
+ * @param scores_out `[n_rows][k]` (not NULL).
+ * @param scores_cap Capacity of `scores_out` in floats.
+ * @param components_out `[k][n_cols]` or NULL (then `components_cap` must be 0).
+ * @param components_cap Capacity of `components_out` in floats.
+ * @param variance_out `[k]` explained variances or NULL (then `variance_cap` must be 0).
+ * @param variance_cap Capacity of `variance_out` in doubles.
+ * @param[out] total_variance_out Total variance, or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL x or scores_out, a non-finite value, too few
+ *         rows or columns); ::INDUCT_ERANGE (n_components out of range);
+ *         ::INDUCT_EBUFSIZE (the message names the length needed); ::INDUCT_ELIMIT;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,
+                                   uint32_t n_components, float *scores_out, size_t scores_cap,
+                                   float *components_out, size_t components_cap,
+                                   double *variance_out, size_t variance_cap,
+                                   double *total_variance_out);
+
+/**
+ * @brief Rule of induct_analysis_phase_window(). Size-prefixed; fields only appended.
+ * @since 0.1
+ */
+typedef struct induct_phase_config {
+    size_t size;        /**< `sizeof(induct_phase_config)` as the caller compiled it. */
+    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1).
+                             Default 0.1. */
+    double hi_frac;     /**< Fraction that closes it, (lo_frac, 1]. Default 0.9. */
+    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0.
+                             Default 0.05. */
+    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none).
+                             Default 1. */
+    uint32_t reserved0; /**< Must be 0. */
+} induct_phase_config;
+
+/**
+ * @brief Write the defaults into a phase config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_phase_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_phase_config_init(induct_phase_config *cfg, size_t size);
+
+/**
+ * @brief Phase-change window from a series of (step, ICL score) points (ICL paper,
+ * "the phase change"; the rule is ours).
+ *
+ * The scores are smoothed with a centred moving average of width `smooth`
+ * (truncated at the ends); `Δ = s[n−1] − s[0]` is the final change. If `|Δ| <
+ * min_change` there is no window. Otherwise `f_i = (s_i − s_0) / Δ` is the fraction
+ * of the final change reached at point i; the window opens at the first crossing of
+ * `lo_frac` and closes at the first crossing of `hi_frac` at or after it, each
+ * located by linear interpolation between the two points around the crossing.
+ * @param steps `[n]` strictly increasing, finite (training steps, tokens, …).
+ * @param icl `[n]` finite ICL scores.
+ * @param n Points, ≥ 2.
+ * @param cfg NULL means the defaults.
+ * @param[out] start_out Opening step, NaN when no window (not NULL).
+ * @param[out] end_out Closing step, NaN when no window (not NULL).
+ * @param[out] found_out 1 if a window was found, else 0 (may be NULL).
+ * @return ::INDUCT_OK (also when no window is found); ::INDUCT_EINVAL (NULL, n < 2,
+ *         non-finite values, steps not increasing, bad fractions, even or zero
+ *         smooth, reserved0 ≠ 0); ::INDUCT_EABI.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_phase_window(const double *steps, const double *icl, size_t n,
+                                            const induct_phase_config *cfg, double *start_out,
+                                            double *end_out, uint32_t *found_out);
+
+/** Head label: none of the classes below. @since 0.1 */
+#define INDUCT_HEAD_OTHER 0u
+/** Head label: previous-token head. @since 0.1 */
+#define INDUCT_HEAD_PREVIOUS_TOKEN 1u
+/** Head label: induction head. @since 0.1 */
+#define INDUCT_HEAD_INDUCTION 2u
+/** Head label: duplicate-token head. @since 0.1 */
+#define INDUCT_HEAD_DUPLICATE 3u
+
+/**
+ * @brief Thresholds of induct_analysis_classify_heads(). Size-prefixed.
+ * @since 0.1
+ */
+typedef struct induct_classify_config {
+    size_t size;           /**< `sizeof(induct_classify_config)` as the caller compiled it. */
+    double previous_token; /**< Previous-token score threshold, (0, 1]. Default 0.4. */
+    double induction;      /**< Prefix-matching score threshold, (0, 1]. Default 0.4. */
+    double duplicate;      /**< Duplicate-token score threshold, (0, 1]. Default 0.4. */
+    double copying;        /**< Copying score an induction head also needs when copying
+                                scores are given, [−1, 1]. Default 0. */
+} induct_classify_config;
+
+/**
+ * @brief Write the defaults into a classify config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_classify_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_classify_config_init(induct_classify_config *cfg, size_t size);
+
+/**
+ * @brief Label each head from its scores (the rule is ours; the ICL paper defines
+ * induction heads as prefix-matching and copying).
+ *
+ * A head is a candidate for a class when its score reaches the class threshold
+ * (induction additionally needs `copying[i] ≥ copying` when `copying` is not NULL).
+ * Among its candidate classes it gets the one with the largest margin `score −
+ * threshold` (ties: induction, then previous-token, then duplicate); with no
+ * candidate it is ::INDUCT_HEAD_OTHER.
+ * @param previous_token `[n]` previous-token scores (induct_analysis_previous_token_score()).
+ * @param prefix_matching `[n]` prefix-matching scores.
+ * @param duplicate `[n]` duplicate-token scores.
+ * @param copying `[n]` copying scores, or NULL.
+ * @param n Heads (normally n_layers·n_heads).
+ * @param cfg NULL means the defaults.
+ * @param labels_out `[n]` `INDUCT_HEAD_*` values, or NULL with `labels_cap` 0 to ask the length.
+ * @param labels_cap Capacity of `labels_out`.
+ * @param[out] out_len Set to n (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL score array, non-finite score, threshold
+ *         out of range); ::INDUCT_EABI; ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_classify_heads(const float *previous_token,
+                                              const float *prefix_matching,
+                                              const float *duplicate, const float *copying,
+                                              size_t n, const induct_classify_config *cfg,
+                                              uint32_t *labels_out, size_t labels_cap,
+                                              size_t *out_len);
+/** @} */
 
 /* ---- training driver, metrics, checkpoints (issue 5) ------------------- */
+
+/** @defgroup checkpoint Checkpoints (safetensors)
+ *  Files in the safetensors format with TransformerLens tensor names; the layout,
+ *  the metadata keys and every validation rule are in docs/checkpoint-format.md.
+ *  @{ */
+
+/** Version of the checkpoint layout this library writes and the newest it reads
+ *  (`__metadata__["format_version"]`). A file stating a larger value is refused.
+ *  @since 0.1 */
+#define INDUCT_CHECKPOINT_FORMAT_VERSION 1
+
+/**
+ * @brief Save the model's config and weights as a safetensors file.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON header (padded with
+ * spaces to a multiple of 8), then the raw little-endian F32 data of every tensor in
+ * storage order (induct_model_tensor_info()), contiguous, without holes. Tensor names
+ * and shapes are TransformerLens' (see induct_model_tensor_info(); the smeared-key α
+ * is `blocks.{l}.attn.smear_alpha [n_heads]`). `__metadata__` holds the config, the
+ * library version and ::INDUCT_CHECKPOINT_FORMAT_VERSION, all as strings.
+ *
+ * The write is atomic: the data go to a temporary file `<path>.tmp.<pid>.<n>` in the
+ * same directory, which is flushed, fsync'ed and renamed over `path` (the directory is
+ * then fsync'ed, best effort). A process killed during the save leaves the previous
+ * file at `path` intact (and may leave the temporary file behind).
+ *
+ * @param model The model (only read).
+ * @param path  Destination file, UTF-8 / native encoding. Its directory must exist.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument, empty path); ::INDUCT_EIO (any
+ *         create, write, flush, sync or rename failure; the message names the file and
+ *         the system error; `path` is untouched); ::INDUCT_ENOMEM.
+ * @since 0.1 Reads the model: one thread per model.
+ */
+INDUCT_API int induct_model_save(const induct_model *model, const char *path);
+
+/**
+ * @brief Load a model (config and weights) from a safetensors file.
+ *
+ * Accepts files written by induct_model_save() and induct_optimizer_save(), and
+ * safetensors files written by other tools (PyTorch, NumPy) that use the TL names.
+ * The config comes from `__metadata__`; keys it lacks are inferred from the tensor
+ * shapes where possible (docs/checkpoint-format.md lists which). Validation, each
+ * failure being ::INDUCT_EFORMAT with a message naming the tensor or key: the header
+ * length fits in the file; the header is a JSON object; every entry has a known
+ * dtype, a shape and `data_offsets` whose span equals the shape's byte size; entries
+ * lie inside the data section, do not overlap and leave no holes, and the data
+ * section ends exactly at the end of the file; every tensor the config needs exists
+ * with dtype F32 and exactly its TL shape, and holds finite values; any other tensor
+ * is refused unless its name starts with `optimizer.` (optimizer state, read by
+ * induct_optimizer_load()); a `format_version` above ::INDUCT_CHECKPOINT_FORMAT_VERSION
+ * is refused. Nothing is read past the end of the file, and no buffer larger than the
+ * file's data section is allocated for a model.
+ *
+ * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
+ *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
+ * @since 0.1 Several threads may load at once (each call has its own state; cJSON
+ *        records its last parse error in a global that libinduct never reads).
+ */
+INDUCT_API int induct_model_load(induct_model **out, const char *path);
+
+/**
+ * @brief Save a complete resume point: the optimizer's model (as induct_model_save())
+ * plus the optimizer state in the same file.
+ *
+ * Extra tensors: `optimizer.m.<name>` (AdamW first moment / SGD momentum buffer) for
+ * every parameter tensor `<name>`, and `optimizer.v.<name>` (AdamW second moment; AdamW
+ * only), F32, same shape as the parameter. Extra metadata: `optimizer` ("adamw" or
+ * "sgd"), `optimizer.step` and every ::induct_opt_param value (doubles printed with 17
+ * significant digits, so they read back bit-identically). Data order needs no state:
+ * batch `k` of a dataset is a pure function of `k`, the step counter.
+ * Written atomically as induct_model_save().
+ *
+ * @param opt  The optimizer (only read); its model's weights are saved with it.
+ * @param path Destination file; its directory must exist.
+ * @return as induct_model_save().
+ * @since 0.1 Reads the optimizer and its model: one thread per model.
+ */
+INDUCT_API int induct_optimizer_save(const induct_optimizer *opt, const char *path);
+
+/**
+ * @brief Create an optimizer for `model` from the optimizer state in a file written by
+ * induct_optimizer_save(): kind, step counter, every parameter and the moments.
+ *
+ * The model's weights are not touched: load them with induct_model_load() from the
+ * same file. Validation as induct_model_load(), plus: the optimizer metadata keys are
+ * present and in range; `optimizer.m.<name>` (and `optimizer.v.<name>` for AdamW)
+ * exist for every parameter tensor of `model`, with dtype F32 and that tensor's shape;
+ * any other `optimizer.` tensor is refused. Tensors without the prefix are validated
+ * as entries (offsets, dtype, size) but not compared with `model`.
+ *
+ * @param[out] out The new optimizer (holding a reference to `model`); NULL on failure.
+ * @param model The model it will update.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO; ::INDUCT_EFORMAT
+ *         (see above; also a file without optimizer state); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model,
+                                     const char *path);
+/** @} */
+
+/** @defgroup train Training driver and metrics log
+ *  induct_train() runs many steps with evaluation, a JSON Lines metrics log,
+ *  snapshots and a progress callback. See docs/training.md.
+ *  @{ */
+
+/** Metric: mean per-token loss over the evaluation set (nats). JSON key
+ *  `eval_loss`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_LOSS 0x001u
+/** Metric: in-context learning score, loss of the 500th minus the 50th token
+ *  (ICL paper, "Key Concepts"; nats), induct_analysis_icl_score() on the evaluation
+ *  set; needs seq_len ≥ 501 (else ::INDUCT_ERANGE before any step). JSON key
+ *  `icl_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_ICL_SCORE 0x002u
+/** Metric: loss by position, `mean_b L_b[p]` for p = 0 … seq_len−2 (nats). JSON key
+ *  `loss_by_position`, a list (induct_analysis_loss_by_position()). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_LOSS_BY_POSITION 0x004u
+/** Metric: prefix-matching score per head (ICL paper, Appendix), `[n_layers][n_heads]`.
+ *  induct_analysis_prefix_matching() on the default probe. JSON key
+ *  `prefix_matching_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_PREFIX_MATCHING 0x008u
+/** Metric: previous-token score per head, induct_analysis_previous_token_score() on
+ *  the evaluation set, `[n_layers][n_heads]`, in [0, 1]. JSON key
+ *  `previous_token_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN 0x010u
+/** Metric: copying score per head (ICL paper, Appendix), `[n_layers][n_heads]`. JSON
+ *  key `copying_score` (induct_analysis_copying() on the default probe). @since 0.1 */
+#define INDUCT_TRAIN_METRIC_COPYING 0x020u
+/** Metric: accuracy of the answer token on the key–value retrieval task (fraction).
+ *  JSON key `kv_accuracy` (induct_analysis_kv_accuracy()); KV datasets only. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_KV_ACCURACY 0x040u
+/** Metric: attention on the answer position per head on the key–value task,
+ *  `[n_layers][n_heads]` (induct_analysis_kv_attention()). JSON key
+ *  `kv_attention_on_answer`; KV datasets only. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_KV_ATTENTION 0x080u
+/** Metric: seed 003's induction score per head, induct_analysis_induction_score() on
+ *  the evaluation set (needs a repeated-random-token dataset without BOS),
+ *  `[n_layers][n_heads]`, in [0, 1]. JSON key `induction_score`. @since 0.1 */
+#define INDUCT_TRAIN_METRIC_INDUCTION_SCORE 0x100u
+
+/**
+ * @brief Settings of one induct_train() call. Size-prefixed: set
+ * `size = sizeof(induct_train_config)` (induct_train_config_init() does); fields are
+ * only ever appended. Strings are borrowed for the duration of the call only.
+ *
+ * Schedules (evaluation and snapshots alike) are points of the optimizer's step
+ * counter s: every multiple of `*_every` (when non-zero) and every power of two when
+ * `*_log2` is 1 (1, 2, 4, 8, … as the ICL paper's log-spaced snapshots). A point is
+ * taken when the counter reaches it during the call, and at s = 0 when the call starts
+ * from step 0 (the initialisation). Evaluation also runs once at the final step.
+ * @since 0.1
+ */
+typedef struct induct_train_config {
+    size_t size;               /**< `sizeof(induct_train_config)` as the caller compiled it. */
+    uint64_t steps;            /**< Train until the optimizer's step counter equals this
+                                    (an absolute target, so a resumed run uses the same
+                                    value). Default 1000. */
+    uint32_t batch;            /**< Sequences per step, ≥ 1. Default 32. */
+    uint32_t seq_len;          /**< Tokens per sequence, 2 … n_ctx; 0 means n_ctx. Default 0. */
+    uint64_t eval_every;       /**< Evaluate every this many steps; 0 = never (unless
+                                    `eval_log2`). Default 0. */
+    uint32_t eval_log2;        /**< 1: also evaluate at every power of two. Default 0. */
+    uint32_t eval_batch;       /**< Sequences in the evaluation set: batch 0 of the
+                                    dataset's eval split, the same for every evaluation.
+                                    Default 64. */
+    uint32_t metrics;          /**< Bit set of `INDUCT_TRAIN_METRIC_*`. Default
+                                    ::INDUCT_TRAIN_METRIC_LOSS. */
+    uint32_t metrics_append;   /**< 1: append to `metrics_path`; 0: truncate it first. Default 0. */
+    const char *metrics_path;  /**< JSON Lines file, one record per evaluation, or NULL for
+                                    none. Keys and units: docs/training.md. Default NULL. */
+    uint64_t snapshot_every;   /**< Snapshot every this many steps; 0 = never (unless
+                                    `snapshot_log2`). Default 0. */
+    uint32_t snapshot_log2;    /**< 1: also snapshot at every power of two. Default 0. */
+    uint32_t snapshot_optimizer; /**< 1: snapshot files hold the optimizer state too
+                                    (induct_optimizer_save(), resumable); 0: weights only
+                                    (induct_model_save()). Default 1. */
+    const char *snapshot_path; /**< Path template of snapshot files; every `{step}` is replaced
+                                    by the step counter in decimal. NULL: no file, the
+                                    callback still receives ::INDUCT_TRAIN_EVENT_SNAPSHOT.
+                                    Default NULL. */
+    double target_loss;        /**< Stop condition: end the run (returning ::INDUCT_OK) after an
+                                    evaluation whose `eval_loss` is ≤ this (nats). 0 = off;
+                                    needs ::INDUCT_TRAIN_METRIC_LOSS and an evaluation
+                                    schedule. Default 0. */
+} induct_train_config;
+
+/**
+ * @brief Write the defaults into a training config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_train_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *         struct or above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_train_config_init(induct_train_config *cfg, size_t size);
+
+/** Event bit of ::induct_progress: a training step completed. @since 0.1 */
+#define INDUCT_TRAIN_EVENT_STEP 0x01u
+/** Event bit: an evaluation ran (its record is in the metrics log). @since 0.1 */
+#define INDUCT_TRAIN_EVENT_EVAL 0x02u
+/** Event bit: a snapshot point (the file, if any, is written). @since 0.1 */
+#define INDUCT_TRAIN_EVENT_SNAPSHOT 0x04u
+/** Event bit: the run ends after this callback (target step or target loss reached).
+ *  @since 0.1 */
+#define INDUCT_TRAIN_EVENT_DONE 0x08u
+/** Event bit: the run ends because `eval_loss` ≤ `target_loss`. @since 0.1 */
+#define INDUCT_TRAIN_EVENT_TARGET 0x10u
+
+/**
+ * @brief What the progress callback receives. Filled by the library; read only the
+ * fields that fit in `size` (a newer library may append fields).
+ * @since 0.1
+ */
+typedef struct induct_progress {
+    size_t size;              /**< `sizeof(induct_progress)` of the library. */
+    uint32_t events;          /**< Bit set of `INDUCT_TRAIN_EVENT_*`. */
+    uint32_t reserved0;       /**< 0. */
+    uint64_t step;            /**< The optimizer's step counter now. */
+    uint64_t steps;           /**< The target step counter (the config's `steps`). */
+    double loss;              /**< Training loss of the step just taken (nats); NaN without
+                                   ::INDUCT_TRAIN_EVENT_STEP. */
+    double lr;                /**< Learning rate that step used; NaN without a step. */
+    double tokens_per_second; /**< Training tokens (batch × seq_len per step) per second of
+                                   time spent in training steps during this call. */
+    double elapsed_seconds;   /**< Wall time since the call started (steps, evaluation,
+                                   snapshots). */
+    double eta_seconds;       /**< Estimated wall time to the target step at the average
+                                   pace of this call so far (evaluation included). */
+    double eval_loss;         /**< `eval_loss` of this event's evaluation (nats); NaN without
+                                   ::INDUCT_TRAIN_EVENT_EVAL or without the loss metric. */
+    const char *snapshot_path;/**< File written at this snapshot, or NULL. Valid during
+                                   the callback only. */
+} induct_progress;
+
+/**
+ * @brief Progress callback: called on the thread that called induct_train(), after
+ * every step and at every evaluation or snapshot point. It may read the model (save
+ * it, run analyses, call induct_model_interrupt()) but must not free the model,
+ * optimizer or dataset, nor change the weights.
+ * @param progress Valid during the call only.
+ * @param user_data The pointer given to induct_train().
+ * @return 0 to continue; non-zero to stop the run before the next step
+ *         (induct_train() then returns ::INDUCT_EINTERRUPTED).
+ * @since 0.1
+ */
+typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_data);
+
+/**
+ * @brief Train the optimizer's model on `dataset` until the step counter reaches
+ * `cfg->steps`, evaluating, logging and snapshotting on the config's schedule.
+ *
+ * Each step is induct_train_step(): batch number s (the step counter) of the train
+ * split, so data order follows the counter and a resumed run (induct_model_load() +
+ * induct_optimizer_load() from an induct_optimizer_save() file) continues
+ * bit-identically. At each point of the evaluation schedule the requested metrics
+ * are computed on the evaluation set (batch 0 of the eval split, `eval_batch` ×
+ * `seq_len`), appended as one JSON object per line to `metrics_path` (flushed after
+ * every line) and reported to the callback. Evaluation and snapshots do not change
+ * the weights or the optimizer.
+ *
+ * Stopping: the callback's non-zero return or induct_model_interrupt() (any thread)
+ * stops the run between steps with ::INDUCT_EINTERRUPTED; the weights, moments and
+ * step counter are then exactly those after the last completed step. The model's
+ * interrupt flag is cleared when the call starts. `target_loss` ends the run with
+ * ::INDUCT_OK. If the counter already equals or exceeds `steps`, nothing is trained
+ * (a start-of-run evaluation at step 0 still happens when steps is 0).
+ *
+ * Every metric bit is checked before the first step, whether or not an evaluation
+ * is scheduled: one the dataset or the context length cannot provide returns
+ * ::INDUCT_EINVAL or ::INDUCT_ERANGE naming it. Files are not touched when the
+ * arguments are refused.
+ *
+ * @param opt The optimizer; its model is trained.
+ * @param dataset Train split for steps, eval split for evaluation.
+ * @param cfg Settings (copied at the start; NULL is refused).
+ * @param progress Callback or NULL.
+ * @param user_data Passed to `progress`.
+ * @return ::INDUCT_OK (target step or target loss reached); ::INDUCT_EINTERRUPTED;
+ *         ::INDUCT_EINVAL (NULL, batch 0, seq_len 1, eval_batch 0 with evaluation on,
+ *         unknown metric bits, a target without loss evaluation, a dataset vocabulary
+ *         above the model's, a metric the dataset cannot provide, an eval split that
+ *         cannot hold the evaluation set); ::INDUCT_ERANGE (seq_len > n_ctx, a dataset
+ *         that cannot produce sequences of seq_len, a context too short for the ICL
+ *         score); ::INDUCT_EABI (config size); ::INDUCT_EIO (metrics or snapshot
+ *         file); ::INDUCT_ENUMERIC (non-finite loss or gradient; the failed step left
+ *         the weights unchanged); ::INDUCT_ENOMEM.
+ * @since 0.1 Uses the model: one thread per model, except induct_model_interrupt().
+ */
+INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset,
+                            const induct_train_config *cfg, induct_progress_fn progress,
+                            void *user_data);
+/** @} */
+
+/* ---- hardening: resource limits (issue 7) ------------------------------ */
+
+/** @addtogroup model
+ *  @{ */
+
+/**
+ * @brief Change the model's memory cap (::induct_model_config::max_bytes), e.g.
+ * after induct_model_load(), whose models start without a cap.
+ *
+ * The cap applies from the next allocation on: a later call whose workspace,
+ * token staging or optimizer moments would take induct_model_memory_used() past
+ * it fails with ::INDUCT_ELIMIT and allocates nothing. induct_model_get_config()
+ * reports the new value.
+ * @param model The model.
+ * @param max_bytes The cap in bytes; 0 removes it (the fixed limits remain).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ELIMIT if the model
+ *         already holds more than a non-zero `max_bytes` (the cap is then unchanged).
+ * @since 0.1 Not concurrently with any other use of the same model.
+ */
+INDUCT_API int induct_model_set_max_bytes(induct_model *model, uint64_t max_bytes);
+
+/**
+ * @brief Bytes the model holds now: parameters and gradients (4 bytes each per
+ * parameter), bookkeeping tables, the activation workspace (it grows to the largest
+ * `batch × seq_len` used, never with `n_ctx` alone), token staging, and the moments of
+ * every optimizer created for it (4 bytes per parameter for SGD, 8 for AdamW). This
+ * is the quantity ::induct_model_config::max_bytes caps. Buffers of a single call
+ * (the evaluation tokens of an analysis or of induct_train()) count while it runs.
+ * @param model The model, or NULL.
+ * @return The byte count; 0 for NULL.
+ * @since 0.1 Not concurrently with a call that allocates for the same model.
+ */
+INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
+/** @} */
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,494 @@
+"""Pythonic classes over libinduct's opaque handles: Model, Optimizer, Dataset.
+
+No ctypes here: every C call goes through _capi.call()/value() with buffers from
+_arrays and Out() scalars."""
+import json
+import os
+
+from . import _arrays
+from ._capi import KVConfig, ModelConfig, Out, RRTConfig, TextConfig, TokenFileConfig, \
+    TrainConfig, call, new_struct, progress_callback, value
+from ._errors import BufferTooSmall
+from .analysis import ModelAnalysis
+
+POS = {"standard": 0, "shortformer": 1, "none": 2}
+INIT = {"gpt2": 0, "torch": 1}
+SPLIT = {"train": 0, "eval": 1}
+OPTIM = {"adamw": 0, "sgd": 1}
+METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
+          "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
+          "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
+EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
+#: Token-file formats (INDUCT_TOKFILE_*): raw little-endian uint16 (nanoGPT's train.bin),
+#: raw uint32, and llm.c's headered uint16 format.
+TOKFILE = {"u16": 0, "u32": 1, "llmc": 2}
+#: Split rules of text datasets (INDUCT_SPLIT_BY_*).
+TEXT_SPLIT = {"position": 0, "document": 1}
+#: Byte-level text: the id of the optional BOS token (d_vocab becomes 257).
+TEXT_BOS = 256
+#: Columns of Dataset.kv_info().
+KV_INFO_COLUMNS = ("answer_pos", "answer_token", "key_pos", "value_pos")
+OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
+             "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
+             "momentum": 11, "step": 12}
+
+
+class _Handle:
+    """Owns one C handle; close() is idempotent; context manager; __del__ fallback."""
+
+    _free = None
+
+    def __init__(self, ptr, parents=()):
+        self._ptr = ptr
+        self._parents = tuple(parents)  # keep parents alive while we live
+
+    @property
+    def _as_parameter_(self):
+        if not self._ptr:
+            raise ValueError(f"{type(self).__name__} is closed")
+        return self._ptr
+
+    @property
+    def closed(self):
+        return not self._ptr
+
+    def close(self):
+        ptr, self._ptr = self._ptr, None
+        if ptr:
+            value(self._free, ptr)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+
+
+class Model(_Handle, ModelAnalysis):
+    """A decoder-only transformer. Keyword arguments are induct_model_config fields
+    (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
+    'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
+    smear_alpha_init, init_std, seed, max_bytes)."""
+
+    _free = "induct_model_free"
+
+    def __init__(self, **config):
+        cfg = ModelConfig.from_kwargs(config, {"positional": POS, "init": INIT})
+        if "layer_norm" in config or "smeared_keys" in config:
+            cfg.layer_norm, cfg.smeared_keys = int(cfg.layer_norm), int(cfg.smeared_keys)
+        out = Out("handle")
+        call("induct_model_new", out, cfg)
+        super().__init__(out.value)
+
+    @classmethod
+    def _wrap(cls, ptr):
+        self = cls.__new__(cls)
+        _Handle.__init__(self, ptr)
+        return self
+
+    @property
+    def config(self):
+        cfg = new_struct(ModelConfig)
+        call("induct_model_get_config", self, cfg)
+        return cfg.as_dict()
+
+    def clone(self):
+        out = Out("handle")
+        call("induct_model_clone", out, self)
+        return Model._wrap(out.value)
+
+    def save(self, path):
+        """Write the weights as a safetensors file with TransformerLens names (atomic)."""
+        call("induct_model_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, path):
+        """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
+        out = Out("handle")
+        call("induct_model_load", out, os.fsencode(path))
+        return cls._wrap(out.value)
+
+    def set_threads(self, n):
+        call("induct_model_set_threads", self, n)
+
+    @property
+    def n_params(self):
+        return value("induct_model_n_params", self)
+
+    @property
+    def memory_used(self):
+        """Bytes this model holds (parameters, gradients, workspace, optimizer moments)."""
+        return value("induct_model_memory_used", self)
+
+    def set_max_bytes(self, max_bytes):
+        """Cap the model's memory (0 = no cap); InductError (ELIMIT) if it holds more."""
+        call("induct_model_set_max_bytes", self, int(max_bytes))
+
+    def tensor_names(self):
+        """Parameter names in storage order (TransformerLens names)."""
+        return [self.tensor_info(i)[0] for i in range(value("induct_model_n_tensors", self))]
+
+    def tensor_info(self, index):
+        name, ndim, numel = Out("char_p"), Out("uint32"), Out("size")
+        shape = _arrays.buffer(4, "I")
+        call("induct_model_tensor_info", self, index, name, shape, ndim, numel)
+        return name.value.decode(), tuple(int(d) for d in shape[: ndim.value])
+
+    def _shape_of(self, name):
+        for i in range(value("induct_model_n_tensors", self)):
+            n, shape = self.tensor_info(i)
+            if n == name:
+                return shape
+        return None
+
+    def get(self, name, grad=False):
+        """A copy of tensor `name` (weights, or gradients of the last backward)."""
+        shape = self._shape_of(name)
+        n = 1
+        for d in shape or (0,):
+            n *= d
+        buf = _arrays.buffer(max(n, 1))
+        call("induct_model_get_tensor", self, name.encode(), 1 if grad else 0, buf, n, Out("size"))
+        return _arrays.shaped(buf, shape)
+
+    def set(self, name, values):
+        buf, n = _arrays.floats_in(values)
+        call("induct_model_set_tensor", self, name.encode(), buf, n)
+
+    def weights(self, torch=False):
+        """Every weight as a dict of TL-named arrays (PyTorch tensors with torch=True)."""
+        out = {name: self.get(name) for name in self.tensor_names()}
+        if torch:
+            import torch as _torch
+            out = {k: _torch.from_numpy(v.copy()) for k, v in out.items()}
+        return out
+
+    def forward(self, tokens, logits=True):
+        """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean)."""
+        toks, B, T = _arrays.tokens_in(tokens)
+        V = self.config["d_vocab"]
+        lg = _arrays.buffer(B * T * V) if logits else None
+        ls = _arrays.buffer(B * (T - 1) if T > 1 else 1)
+        mean = Out("double")
+        call("induct_model_forward", self, toks, B, T, lg, B * T * V if logits else 0,
+             ls, B * (T - 1) if T > 1 else 0, mean)
+        return (_arrays.shaped(lg, (B, T, V)) if logits else None,
+                _arrays.shaped(ls, (B, T - 1)), mean.value)
+
+    def backward(self, tokens):
+        """Forward + backward on tokens; gradients are read with get(name, grad=True)."""
+        toks, B, T = _arrays.tokens_in(tokens)
+        mean = Out("double")
+        call("induct_model_backward", self, toks, B, T, mean)
+        return mean.value
+
+    def attention(self, tokens):
+        """Attention patterns [n_layers, n_heads, T, T] of one sequence."""
+        toks, B, T = _arrays.tokens_in(tokens)
+        if B != 1:
+            raise ValueError("attention() takes one sequence")
+        c = self.config
+        n = c["n_layers"] * c["n_heads"] * T * T
+        buf = _arrays.buffer(n)
+        call("induct_model_attention", self, toks, T, buf, n, Out("size"))
+        return _arrays.shaped(buf, (c["n_layers"], c["n_heads"], T, T))
+
+    def interrupt(self):
+        """Stop a long call on this model from any thread."""
+        value("induct_model_interrupt", self)
+
+    def _head_scores(self, fn, dataset, n_seq, seq_len):
+        c = self.config
+        n = c["n_layers"] * c["n_heads"]
+        buf = _arrays.buffer(n)
+        call(fn, self, dataset, n_seq, seq_len, buf, n, Out("size"))
+        return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
+
+    def induction_score(self, dataset, n_seq=256, seq_len=64):
+        """Seed 003's induction score per head, [n_layers, n_heads]."""
+        return self._head_scores("induct_analysis_induction_score", dataset, n_seq, seq_len)
+
+    def previous_token_score(self, dataset, n_seq=256, seq_len=64):
+        """Previous-token score per head, [n_layers, n_heads] (ICL paper, Appendix)."""
+        return self._head_scores("induct_analysis_previous_token_score", dataset, n_seq,
+                                 seq_len)
+
+
+class Dataset(_Handle):
+    """An immutable source of token batches; use Dataset.rrt(...) or Dataset.tokens(...)."""
+
+    _free = "induct_dataset_free"
+
+    @classmethod
+    def rrt(cls, **config):
+        """Repeated random tokens; keywords are induct_rrt_config fields."""
+        cfg = RRTConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_rrt", out, cfg)
+        return cls(out.value)
+
+    @classmethod
+    def tokens(cls, tokens, d_vocab, seed=0):
+        """Random windows over a token array (copied)."""
+        toks, B, T = _arrays.tokens_in(tokens)
+        out = Out("handle")
+        call("induct_dataset_new_tokens", out, toks, B * T, d_vocab, seed)
+        return cls(out.value)
+
+    @classmethod
+    def kv(cls, **config):
+        """Key-value retrieval (seed 002): each row is a context whose last token repeats
+        the key at a random position p, followed by the value that came after it there;
+        keywords are induct_kv_config fields (d_vocab, token_lo, token_hi, pair_min,
+        pair_max (-1 = as late as fits), unique_key, all_positions, seed).
+        Dataset.batch()'s meta is the value position p + 1. See docs/datasets.md."""
+        cfg = KVConfig.from_kwargs(config)
+        out = Out("handle")
+        call("induct_dataset_new_kv", out, cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text(cls, data, **config):
+        """Byte-level text (tokens = bytes, d_vocab 256, or 257 with bos=1) from `data`
+        (bytes, or str encoded as UTF-8), one document, copied. Keywords are
+        induct_text_config fields: bos, separator (-1 none), split ('position' or
+        'document'), n_eval_windows, val_fraction, block_tokens, seed."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        data = bytes(data)
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text", out, data, len(data), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def text_path(cls, path, suffix=None, **config):
+        """Byte-level text from a file, or from every file under a directory whose name
+        ends with `suffix` (each file one document, sorted by path); keywords as text()."""
+        cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
+        out = Out("handle")
+        call("induct_dataset_new_text_path", out, os.fsencode(path),
+             None if suffix is None else suffix.encode("utf-8"), cfg)
+        return cls(out.value)
+
+    @classmethod
+    def token_file(cls, path, val_path=None, **config):
+        """Memory-mapped token file(s), validated when opened; keywords are
+        induct_token_file_config fields: format ('u16', 'u32', 'llmc'), d_vocab (0 =
+        largest id + 1), n_eval_windows, val_fraction (ignored with val_path),
+        block_tokens, resident_limit, seed. The files must not change while in use."""
+        cfg = TokenFileConfig.from_kwargs(config, {"format": TOKFILE})
+        out = Out("handle")
+        call("induct_dataset_new_token_file", out, os.fsencode(path),
+             None if val_path is None else os.fsencode(val_path), cfg)
+        return cls(out.value)
+
+    @property
+    def d_vocab(self):
+        return value("induct_dataset_d_vocab", self)
+
+    def kv_info(self, index, batch, seq_len, split="train"):
+        """Targets of batch `index` of a KV dataset, int32 [batch, 4]: answer position,
+        answer token, key position, value position (KV_INFO_COLUMNS), for exactly the
+        rows batch() returns with the same arguments."""
+        buf = _arrays.buffer(batch * 4, "i")
+        call("induct_dataset_kv_info", self, SPLIT[split], index, batch, seq_len, buf,
+             batch * 4, Out("size"))
+        return _arrays.shaped(buf, (batch, 4))
+
+    def kv_ceiling(self, seq_len):
+        """Bayes-optimal answer accuracy of a KV dataset (the task's ceiling), exact."""
+        v = Out("double")
+        call("induct_dataset_kv_ceiling", self, seq_len, v)
+        return v.value
+
+    def split_tokens(self, split="train"):
+        """Tokens in a split's stream (text, token-file and token-array datasets)."""
+        v = Out("uint64")
+        call("induct_dataset_split_tokens", self, SPLIT[split], v)
+        return v.value
+
+    def window_count(self, seq_len, split="train"):
+        """Distinct windows of seq_len tokens of a split: valid random starts (train) or
+        the size of the fixed evaluation set (eval)."""
+        v = Out("uint64")
+        call("induct_dataset_window_count", self, SPLIT[split], seq_len, v)
+        return v.value
+
+    def batch(self, index, batch, seq_len, split="train"):
+        """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
+        tok = _arrays.buffer(batch * seq_len, "i")
+        meta = _arrays.buffer(batch, "i")
+        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tok,
+             batch * seq_len, meta, batch)
+        return _arrays.shaped(tok, (batch, seq_len)), meta
+
+
+class Optimizer(_Handle):
+    """AdamW ('adamw') or SGD ('sgd') over a model's parameters. Keyword arguments set
+    runtime parameters: lr, beta1, beta2, eps, weight_decay, grad_clip, warmup_steps,
+    schedule (0 constant, 1 cosine), total_steps, min_lr_ratio, momentum, step."""
+
+    _free = "induct_optimizer_free"
+
+    def __init__(self, model, kind="adamw", **params):
+        out = Out("handle")
+        call("induct_optimizer_new", out, model, OPTIM[kind])
+        super().__init__(out.value, parents=(model,))
+        self.model = model
+        for k, v in params.items():
+            self[k] = v
+
+    @staticmethod
+    def bounds(name):
+        """(lowest, highest) accepted value of a runtime parameter (both inclusive)."""
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        lo, hi = Out("double"), Out("double")
+        call("induct_opt_param_bounds", OPT_PARAM[name], lo, hi)
+        return lo.value, hi.value
+
+    def __setitem__(self, name, value):
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        call("induct_optimizer_set", self, OPT_PARAM[name], float(value))
+
+    def __getitem__(self, name):
+        if name not in OPT_PARAM:
+            raise KeyError(f"unknown optimizer parameter '{name}'")
+        v = Out("double")
+        call("induct_optimizer_get", self, OPT_PARAM[name], v)
+        return v.value
+
+    def save(self, path):
+        """Weights plus optimizer state (moments, step, settings) in one safetensors file."""
+        call("induct_optimizer_save", self, os.fsencode(path))
+
+    @classmethod
+    def load(cls, model, path):
+        """Restore the optimizer state (and the weights) of a save() into `model`."""
+        out = Out("handle")
+        call("induct_optimizer_load", out, model, os.fsencode(path))
+        self = cls.__new__(cls)
+        _Handle.__init__(self, out.value, parents=(model,))
+        self.model = model
+        return self
+
+    def train(self, dataset, steps, batch=32, seq_len=0, eval_every=0, eval_log2=False,
+              eval_batch=64, metrics=("loss",), metrics_path=None, metrics_append=False,
+              snapshot_every=0, snapshot_log2=False, snapshot_optimizer=True,
+              snapshot_path=None, target_loss=0.0, progress=None):
+        """Train until the step counter reaches `steps` (induct_train).
+
+        `metrics` names INDUCT_TRAIN_METRIC_* bits ("loss", "icl_score", ...). `progress`,
+        if given, is called on this thread as progress(info: dict) after every step,
+        evaluation and snapshot; returning True stops the run (InductError Interrupted is
+        raised). An exception raised inside it also stops the run and is re-raised here.
+        Returns the path of the metrics log (or None)."""
+        cfg = TrainConfig.defaults()
+        cfg.steps, cfg.batch, cfg.seq_len = steps, batch, seq_len
+        cfg.eval_every, cfg.eval_log2, cfg.eval_batch = eval_every, int(eval_log2), eval_batch
+        bits = 0
+        for name in metrics:
+            if name not in METRIC:
+                raise ValueError(f"unknown metric '{name}'; known: {sorted(METRIC)}")
+            bits |= METRIC[name]
+        cfg.metrics = bits
+        cfg.metrics_append = int(metrics_append)
+        keep = []
+        if metrics_path is not None:
+            keep.append(os.fsencode(metrics_path))
+            cfg.metrics_path = keep[-1]
+        cfg.snapshot_every, cfg.snapshot_log2 = snapshot_every, int(snapshot_log2)
+        cfg.snapshot_optimizer = int(snapshot_optimizer)
+        if snapshot_path is not None:
+            keep.append(os.fsencode(snapshot_path))
+            cfg.snapshot_path = keep[-1]
+        cfg.target_loss = target_loss
+        raised = []
+
+        def on_progress(fields):
+            if progress is None:
+                return 0
+            try:
+                info = dict(fields)
+                info["events"] = [k for k, v in EVENT.items() if fields["events"] & v]
+                info.pop("size", None)
+                info.pop("reserved0", None)
+                return 1 if progress(info) else 0
+            except BaseException as e:  # stop the C loop; re-raised after it returns
+                raised.append(e)
+                return 1
+
+        cb = progress_callback(on_progress)  # kept alive for the whole call
+        try:
+            call("induct_train", self, dataset, cfg, cb, None)
+        except Exception:
+            if raised:
+                raise raised[0] from None
+            raise
+        if raised:
+            raise raised[0]
+        return metrics_path
+
+    @property
+    def current_lr(self):
+        v = Out("double")
+        call("induct_optimizer_current_lr", self, v)
+        return v.value
+
+    def step(self):
+        """Apply the model's current gradients; returns the gradient norm before clipping."""
+        v = Out("double")
+        call("induct_optimizer_step", self, v)
+        return v.value
+
+    def train_step(self, data, batch=None, seq_len=None):
+        """One training step on a Dataset (batch, seq_len required) or on tokens
+        [batch, seq_len]; returns the mean loss before the update (nats)."""
+        loss = Out("double")
+        if isinstance(data, Dataset):
+            if batch is None or seq_len is None:
+                raise TypeError("train_step(dataset, batch, seq_len)")
+            call("induct_train_step", self, data, batch, seq_len, loss)
+        else:
+            toks, B, T = _arrays.tokens_in(data)
+            call("induct_train_step_tokens", self, toks, B, T, loss)
+        return loss.value
+
+
+def read_tokens(path, format="u16", d_vocab=0):
+    """A whole token file as int32 ids [n] (validated; d_vocab 0 = no bound)."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    n = Out("size")
+    try:  # NULL buffer: the library reports the count
+        call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, None, 0, n)
+    except BufferTooSmall:
+        pass
+    buf = _arrays.buffer(n.value, "i")
+    call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, buf, n.value,
+         Out("size"))
+    return _arrays.shaped(buf, (n.value,))
+
+
+def write_tokens(path, tokens, format="u16"):
+    """Write token ids to `path` atomically in `format` ('u16', 'u32', 'llmc')."""
+    if format not in TOKFILE:
+        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    buf, _ = _arrays.flat(tokens, "i")
+    call("induct_token_file_write", os.fsencode(path), TOKFILE[format], buf, len(buf))
+
+
+def read_metrics(path):
+    """The JSON Lines metrics log of Optimizer.train as a list of dicts (one per evaluation)."""
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]

@@ -1,0 +1,86 @@
+/* Prints sizeof/offsetof of every public struct as JSON, for the ctypes mirror test. */
+#include <induct/induct.h>
+#include <stddef.h>
+#include <stdio.h>
+
+static int first_struct = 1, first_field;
+
+static void begin(const char *name, size_t size) {
+    printf("%s\"%s\": {\"__size__\": %zu, \"fields\": {", first_struct ? "{" : "}}, ", name,
+           size);
+    first_struct = 0;
+    first_field = 1;
+}
+
+static void field(const char *name, size_t offset, size_t size) {
+    printf("%s\"%s\": [%zu, %zu]", first_field ? "" : ", ", name, offset, size);
+    first_field = 0;
+}
+
+/* S is the struct being printed: redefined before each BEGIN. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define BEGIN() begin(STR(S), sizeof(S))
+#define F(f) field(#f, offsetof(S, f), sizeof(((S *)0)->f))
+
+int main(void) {
+#define S induct_model_config
+    BEGIN();
+    F(size); F(n_layers); F(d_model); F(n_heads); F(d_head); F(d_mlp); F(n_ctx); F(d_vocab);
+    F(positional); F(layer_norm); F(smeared_keys); F(n_threads); F(init); F(smear_alpha_init);
+    F(init_std); F(seed); F(max_bytes);
+#undef S
+#define S induct_rrt_config
+    BEGIN();
+    F(size); F(d_vocab); F(n_repeats); F(min_block); F(max_block); F(token_lo); F(token_hi); F(bos);
+    F(distinct_block); F(seed);
+#undef S
+#define S induct_train_config
+    BEGIN();
+    F(size); F(steps); F(batch); F(seq_len); F(eval_every); F(eval_log2); F(eval_batch); F(metrics);
+    F(metrics_append); F(metrics_path); F(snapshot_every); F(snapshot_log2); F(snapshot_optimizer);
+    F(snapshot_path); F(target_loss);
+#undef S
+#define S induct_progress
+    BEGIN();
+    F(size); F(events); F(reserved0); F(step); F(steps); F(loss); F(lr); F(tokens_per_second);
+    F(elapsed_seconds); F(eta_seconds); F(eval_loss); F(snapshot_path);
+#undef S
+    /* analysis suite (issue 4) */
+#define S induct_eval_config
+    BEGIN();
+    F(size); F(n_seq); F(seq_len); F(chunk); F(early); F(late); F(split); F(batch_index);
+    F(pos_seed);
+#undef S
+#define S induct_probe_config
+    BEGIN();
+    F(size); F(n_seq); F(block_len); F(n_repeats); F(bos); F(token_lo); F(token_hi); F(copying_bos);
+    F(reserved0); F(seed);
+#undef S
+#define S induct_phase_config
+    BEGIN();
+    F(size); F(lo_frac); F(hi_frac); F(min_change); F(smooth); F(reserved0);
+#undef S
+#define S induct_classify_config
+    BEGIN();
+    F(size); F(previous_token); F(induction); F(duplicate); F(copying);
+#undef S
+    /* datasets (issue 3) */
+#define S induct_kv_config
+    BEGIN();
+    F(size); F(d_vocab); F(token_lo); F(token_hi); F(pair_min); F(pair_max); F(unique_key);
+    F(all_positions); F(seed);
+#undef S
+#define S induct_text_config
+    BEGIN();
+    F(size); F(bos); F(separator); F(split); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(seed); F(max_bytes);
+#undef S
+#define S induct_token_file_config
+    BEGIN();
+    F(size); F(format); F(d_vocab); F(n_eval_windows); F(val_fraction); F(block_tokens);
+    F(resident_limit); F(seed); F(max_bytes);
+#undef S
+    printf("}}}\n");
+    return 0;
+}

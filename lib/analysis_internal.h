@@ -1,0 +1,76 @@
+/* analysis (issue 4): helpers shared by the lib/analysis_*.c files. Private. */
+#ifndef INDUCT_ANALYSIS_INTERNAL_H
+#define INDUCT_ANALYSIS_INTERNAL_H
+
+#include "induct_internal.h"
+
+/* ---- single-threaded BLAS/LAPACK (analysis_util.c) ------------------------------
+ * libinduct links OpenBLAS's OpenMP build, which sizes its own team from
+ * omp_get_max_threads() when called outside a parallel region. The analysis code
+ * calls it from a one-thread region instead (as lib/kernels.c does), so no thread
+ * but the caller's runs, the caller's OpenMP settings are untouched, and results
+ * do not depend on the thread count. Row-major throughout. */
+void induct__an_sgemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                      const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
+                      size_t ldc);
+void induct__an_dgemm(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
+                      const double *A, size_t lda, const double *B, size_t ldb, double beta,
+                      double *C, size_t ldc);
+/* Eigenvalues of the n x n row-major matrix a (overwritten). LAPACKE info. */
+int induct__an_dgeev(size_t n, double *a, double *wr, double *wi);
+/* Thin SVD of the m x n row-major matrix a (overwritten): u [m][k], s [k],
+ * vt [k][n], k = min(m, n). LAPACKE info. */
+int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, double *vt);
+
+/* ---- output buffers -------------------------------------------------------------- */
+/* Check a caller buffer of `need` elements: sets *len, EBUFSIZE with the length. */
+int induct__an_out(const char *fn, const char *shape, size_t need, const void *out, size_t cap,
+                   size_t *len);
+/* `[n_layers][n_heads]` buffer. */
+int induct__an_heads_out(const induct_model *m, const char *fn, const void *out, size_t cap,
+                         size_t *len);
+/* Fail with EINTERRUPTED if induct_model_interrupt() was called. */
+int induct__an_interrupted(induct_model *m, const char *fn);
+
+/* ---- the evaluation set (analysis_eval.c) ------------------------------------------ */
+typedef struct induct__eval {
+    int32_t *tok; /* [n_seq][T], validated against the model */
+    uint32_t n_seq, T, chunk;
+    uint32_t e, t; /* loss indices: early - 1, late - 1 */
+    uint64_t pos_seed;
+    induct_model *m; /* hardening (issue 7): the tokens count in m's memory while open */
+    uint64_t held;
+} induct__eval;
+/* Validate cfg (NULL = defaults) against the model and fetch the tokens. need_icl:
+ * the context must hold the late index (ICL score, attribution); loss curves and
+ * vectors do not need it. */
+int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d,
+                      const induct_eval_config *cfg, int need_icl, const char *fn);
+void induct__eval_close(induct__eval *ev);
+/* Run sequences [s0, s0 + B) through the model; per-token losses are then in the
+ * workspace at m->a_losses, [B][T-1]. Ablations in force apply. */
+int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uint32_t B);
+/* ICL score over the whole set with the ablations in force. */
+int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
+/* Validated config copy (defaults for NULL) and the resolved seq_len. */
+int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
+                        int need_icl, const char *fn);
+
+/* ---- entry points for other library code ------------------------------------------
+ * As the public functions of the same name, but they leave the model's interrupt flag
+ * alone (the public ones clear it when they start), so that a caller such as the
+ * training driver's metric evaluation does not lose an interrupt that arrives while it
+ * runs. They still return INDUCT_EINTERRUPTED when the flag is set. */
+int induct__analysis_icl_score(induct_model *m, const induct_dataset *d,
+                               const induct_eval_config *cfg, double *score_out);
+int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
+                                      const induct_eval_config *cfg, float *out, size_t out_cap,
+                                      size_t *out_len);
+int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
+                                  const induct_eval_config *cfg, float *per_seq_out,
+                                  size_t per_seq_cap, float *avg_out, size_t avg_cap);
+int induct__analysis_ablation_attribution(induct_model *m, const induct_dataset *d,
+                                          const induct_eval_config *cfg, uint32_t mode, float *out,
+                                          size_t out_cap, size_t *out_len, double *icl_out);
+
+#endif

@@ -1,0 +1,213 @@
+#define _DEFAULT_SOURCE /* madvise and MADV_DONTNEED (not in POSIX) */
+/* Token streams behind text and token-file datasets: the position split, random
+ * train windows, the fixed evaluation windows, and bounded residency of mappings.
+ * Rules: include/induct/induct.h (induct_text_config) and docs/datasets.md. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "dataset_stream.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+void induct__store_touch(induct__store *st, uint64_t bytes) {
+    if (!st->map || st->resident_limit == 0) return;
+    uint64_t old = atomic_fetch_add(&st->touched, bytes);
+    if (old < st->resident_limit && old + bytes >= st->resident_limit) {
+        /* Read-only mapping: dropped pages are read again from the file on the next
+         * access, so concurrent readers see the same bytes. */
+        madvise(st->map, st->map_len, MADV_DONTNEED);
+        atomic_store(&st->touched, 0);
+    }
+}
+
+int induct__stream_new(struct induct__stream **out) {
+    struct induct__stream *s = calloc(1, sizeof *s);
+    INDUCT_FAIL_IF(!s, INDUCT_ENOMEM, "out of memory allocating a token stream");
+    for (int i = 0; i < 2; i++) atomic_init(&s->store[i].touched, 0);
+    *out = s;
+    return INDUCT_OK;
+}
+
+void induct__stream_free(struct induct__stream *s) {
+    if (!s) return;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (s->store[i].map) munmap(s->store[i].map, s->store[i].map_len);
+        free(s->store[i].owned);
+    }
+    free(s->split[0].seg);
+    free(s->split[1].seg);
+    free(s);
+}
+
+int induct__split_append(induct__split *sp, uint32_t store, uint64_t off, uint64_t len) {
+    if (len == 0) return INDUCT_OK;
+    if (sp->n_seg > 0) {
+        induct__seg *last = &sp->seg[sp->n_seg - 1];
+        if (last->store == store && last->off + last->len == off) {
+            last->len += len;
+            sp->n += len;
+            return INDUCT_OK;
+        }
+    }
+    if (sp->n_seg == sp->cap) {
+        size_t nc = sp->cap ? sp->cap * 2 : 16;
+        INDUCT_FAIL_IF(nc > SIZE_MAX / sizeof(induct__seg), INDUCT_ELIMIT,
+                       "token stream: too many segments");
+        induct__seg *g = realloc(sp->seg, nc * sizeof *g);
+        INDUCT_FAIL_IF(!g, INDUCT_ENOMEM, "out of memory splitting a token stream");
+        sp->seg = g;
+        sp->cap = nc;
+    }
+    sp->seg[sp->n_seg++] = (induct__seg){.store = store, .off = off, .len = len, .cum = sp->n};
+    sp->n += len;
+    return INDUCT_OK;
+}
+
+uint64_t induct__ppm(double f) { return (uint64_t)llround(f * 1e6); }
+
+int induct__unit_held_out(uint64_t i, uint64_t F) {
+    return (u128)(i + 1) * F / 1000000u > (u128)i * F / 1000000u;
+}
+
+int induct__check_split_cfg(double f, const char *what) {
+    INDUCT_FAIL_IF(!(f >= 0.0 && f < 1.0), INDUCT_EINVAL,
+                   "%s: val_fraction %g must be in [0, 1)", what, f);
+    return INDUCT_OK;
+}
+
+uint64_t induct__split_tables_bound(uint64_t units, uint64_t held) {
+    /* held-out units are runs of their own (at most `held`); the train runs lie between
+     * them (at most held + 1); and no split has more runs than units */
+    uint64_t runs = held < units ? 2 * held + 1 : units;
+    if (runs > units) runs = units;
+    return (runs + 2) * 2 * sizeof(induct__seg); /* + doubling slack */
+}
+
+int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint64_t F,
+                                  uint64_t max_bytes) {
+    uint64_t n = s->store[0].n;
+    if (block != 0 && max_bytes) {
+        uint64_t units = n / block + (n % block != 0);
+        uint64_t held = (uint64_t)((u128)units * F / 1000000u);
+        uint64_t need = induct__split_tables_bound(units, held);
+        INDUCT_FAIL_IF(need > max_bytes, INDUCT_ELIMIT,
+                       "split: %llu blocks of %llu tokens (%llu held out) need up to %llu "
+                       "bytes of segment tables, more than max_bytes allows (%llu)",
+                       (unsigned long long)units, (unsigned long long)block,
+                       (unsigned long long)held, (unsigned long long)need,
+                       (unsigned long long)max_bytes);
+    }
+    if (block == 0) {
+        uint64_t nval = (uint64_t)((u128)n * F / 1000000u);
+        INDUCT_TRY(induct__split_append(&s->split[INDUCT_SPLIT_TRAIN], 0, 0, n - nval));
+        return induct__split_append(&s->split[INDUCT_SPLIT_EVAL], 0, n - nval, nval);
+    }
+    uint64_t units = n / block + (n % block != 0);
+    for (uint64_t i = 0; i < units; i++) {
+        uint64_t off = i * block, len = n - off < block ? n - off : block;
+        uint32_t which = induct__unit_held_out(i, F) ? INDUCT_SPLIT_EVAL : INDUCT_SPLIT_TRAIN;
+        INDUCT_TRY(induct__split_append(&s->split[which], 0, off, len));
+    }
+    return INDUCT_OK;
+}
+
+/* Tokens [start, start+T) of a split's logical stream into out. */
+static void read_window(struct induct__stream *s, const induct__split *sp, uint64_t start,
+                        uint32_t T, int32_t *out) {
+    size_t lo = 0, hi = sp->n_seg - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (sp->seg[mid].cum <= start) lo = mid;
+        else hi = mid - 1;
+    }
+    uint64_t pos = start;
+    uint32_t done = 0;
+    for (size_t i = lo; done < T; i++) {
+        const induct__seg *g = &sp->seg[i];
+        induct__store *st = &s->store[g->store];
+        uint64_t o = pos - g->cum, take = g->len - o;
+        if (take > T - done) take = T - done;
+        for (uint64_t j = 0; j < take; j++) out[done + j] = induct__store_get(st, g->off + o + j);
+        induct__store_touch(st, take * st->width);
+        done += (uint32_t)take;
+        pos += take;
+    }
+}
+
+/* Size of the fixed evaluation set of a held-out stream of n tokens. */
+static uint64_t eval_count(uint64_t n, uint32_t T, uint32_t N) {
+    if (n < (uint64_t)T + 1) return 0;
+    if (N == 0) return (n - 1) / T;
+    uint64_t S = n - T;
+    return N < S ? N : S;
+}
+
+static uint64_t eval_start(uint64_t n, uint32_t T, uint32_t N, uint64_t E, uint64_t i) {
+    if (N == 0) return i * T;
+    return (uint64_t)((u128)i * (n - T) / E);
+}
+
+int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
+                         uint32_t T, int32_t *tokens, int32_t *meta) {
+    struct induct__stream *s = d->stream;
+    const induct__split *sp = &s->split[split];
+    if (split == INDUCT_SPLIT_TRAIN) {
+        INDUCT_FAIL_IF(sp->n < (uint64_t)T + 1, INDUCT_ERANGE,
+                       "induct_dataset_batch: the train split has %llu tokens; a window of %u "
+                       "plus one needs %llu",
+                       (unsigned long long)sp->n, T, (unsigned long long)T + 1);
+        induct__rng r;
+        induct__rng_seed3(&r, d->seed, split + 1, index);
+        uint64_t n_starts = sp->n - T; /* starts 0 .. n-T-1 */
+        for (uint32_t b = 0; b < B; b++) {
+            uint64_t st = induct__rng_below(&r, n_starts);
+            read_window(s, sp, st, T, tokens + (size_t)b * T);
+            if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
+        }
+        return INDUCT_OK;
+    }
+    uint64_t E = eval_count(sp->n, T, s->n_eval_windows);
+    INDUCT_FAIL_IF(E == 0, INDUCT_ERANGE,
+                   "induct_dataset_batch: the held-out split has %llu tokens; a window of %u "
+                   "plus one needs %llu",
+                   (unsigned long long)sp->n, T, (unsigned long long)T + 1);
+    uint64_t first = (uint64_t)((u128)index * B % E);
+    for (uint32_t b = 0; b < B; b++) {
+        uint64_t w = (first + b) % E;
+        uint64_t st = eval_start(sp->n, T, s->n_eval_windows, E, w);
+        read_window(s, sp, st, T, tokens + (size_t)b * T);
+        if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
+    }
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_dataset_split_tokens(const induct_dataset *d, uint32_t split,
+                                           uint64_t *n_out) {
+    INDUCT_FAIL_IF(!d || !n_out, INDUCT_EINVAL, "induct_dataset_split_tokens: NULL argument");
+    INDUCT_FAIL_IF(split > INDUCT_SPLIT_EVAL, INDUCT_EINVAL,
+                   "induct_dataset_split_tokens: unknown split %u", split);
+    if (d->kind == INDUCT__DS_TOKENS) {
+        *n_out = d->n_tokens;
+        return INDUCT_OK;
+    }
+    INDUCT_FAIL_IF(d->kind != INDUCT__DS_STREAM, INDUCT_EINVAL,
+                   "induct_dataset_split_tokens: a generator dataset has no token count");
+    *n_out = d->stream->split[split].n;
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_dataset_window_count(const induct_dataset *d, uint32_t split, uint32_t T,
+                                           uint64_t *n_out) {
+    INDUCT_FAIL_IF(!d || !n_out, INDUCT_EINVAL, "induct_dataset_window_count: NULL argument");
+    INDUCT_FAIL_IF(split > INDUCT_SPLIT_EVAL, INDUCT_EINVAL,
+                   "induct_dataset_window_count: unknown split %u", split);
+    INDUCT_FAIL_IF(T < 2, INDUCT_EINVAL, "induct_dataset_window_count: seq_len must be >= 2");
+    INDUCT_FAIL_IF(d->kind != INDUCT__DS_STREAM, INDUCT_EINVAL,
+                   "induct_dataset_window_count: only text and token-file datasets");
+    uint64_t n = d->stream->split[split].n;
+    if (split == INDUCT_SPLIT_TRAIN) *n_out = n > T ? n - T : 0;
+    else *n_out = eval_count(n, T, d->stream->n_eval_windows);
+    return INDUCT_OK;
+}

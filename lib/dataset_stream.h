@@ -1,0 +1,69 @@
+/* Token streams shared by text and token-file datasets (issue 3): backing stores
+ * (owned memory or a read-only file mapping, little-endian uint16/uint32), the
+ * train/validation split into segments, and window reads with bounded residency. */
+#ifndef INDUCT_DATASET_STREAM_H
+#define INDUCT_DATASET_STREAM_H
+
+#include "induct_internal.h"
+
+typedef struct induct__store {
+    const unsigned char *data; /* first token */
+    uint64_t n;                /* tokens */
+    unsigned width;            /* bytes per token: 2 or 4, little-endian */
+    void *map;                 /* munmap target, or NULL */
+    size_t map_len;
+    unsigned char *owned;      /* free target, or NULL */
+    uint64_t resident_limit;   /* bytes read between page releases; 0 = never */
+    _Atomic uint64_t touched;  /* bytes read since the last release */
+} induct__store;
+
+typedef struct induct__seg {
+    uint32_t store;
+    uint64_t off, len; /* in tokens, into the store */
+    uint64_t cum;      /* logical start within the split */
+} induct__seg;
+
+typedef struct induct__split {
+    induct__seg *seg;
+    size_t n_seg, cap;
+    uint64_t n; /* tokens */
+} induct__split;
+
+struct induct__stream {
+    induct__store store[2];
+    uint32_t n_store;
+    induct__split split[2]; /* INDUCT_SPLIT_TRAIN, INDUCT_SPLIT_EVAL */
+    uint32_t n_eval_windows;
+};
+
+/* Token i of a store (validated ids fit int32). */
+static inline int32_t induct__store_get(const induct__store *st, uint64_t i) {
+    const unsigned char *p = st->data + i * st->width;
+    if (st->width == 2) return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8);
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
+}
+
+/* Account `bytes` read from a mapped store; release its pages past the limit. */
+void induct__store_touch(induct__store *st, uint64_t bytes);
+
+int induct__stream_new(struct induct__stream **out);
+/* Append [off, off+len) of `store` to a split (merged with the previous segment when
+ * contiguous). */
+int induct__split_append(induct__split *sp, uint32_t store, uint64_t off, uint64_t len);
+/* val_fraction in parts per million (rounded). */
+uint64_t induct__ppm(double f);
+/* Is unit i (of any count) held out with fraction F ppm? floor((i+1)F/1e6) > floor(iF/1e6). */
+int induct__unit_held_out(uint64_t i, uint64_t F);
+/* Split store 0 by position: blocks of `block` tokens (0 = one cut at the end).
+ * hardening (issue 7): `max_bytes` (0 = none) caps the segment tables, whose size is
+ * bounded before they are built (ELIMIT). */
+int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint64_t F,
+                                  uint64_t max_bytes);
+/* hardening (issue 7): the most bytes the segment tables of `units` units split into
+ * contiguous runs take, `held` of them held out (each table grows by doubling). */
+uint64_t induct__split_tables_bound(uint64_t units, uint64_t held);
+/* Check a split config shared by text and token files. */
+int induct__check_split_cfg(double val_fraction, const char *what);
+
+#endif

@@ -1,0 +1,322 @@
+#define _DEFAULT_SOURCE /* madvise and MADV_DONTNEED (not in POSIX) */
+/* Token files: raw little-endian uint16/uint32 (nanoGPT) and llm.c's headered
+ * format. Opened read-only through mmap and validated in one bounded-residency pass;
+ * written atomically (temporary file in the same directory, fsync, rename). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataset_stream.h"
+
+#define STRUCT_SIZE_CAP 4096
+#define LLMC_HEADER_INTS 256
+#define LLMC_HEADER_BYTES (LLMC_HEADER_INTS * 4)
+
+INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size_t size) {
+    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_token_file_config_init: cfg is NULL");
+    INDUCT_FAIL_IF(size < sizeof(induct_token_file_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
+                   "induct_token_file_config_init: size %zu, expected %zu to %d", size,
+                   sizeof(induct_token_file_config), STRUCT_SIZE_CAP);
+    memset(cfg, 0, size);
+    cfg->size = size;
+    cfg->format = INDUCT_TOKFILE_U16;
+    cfg->d_vocab = 0;
+    cfg->n_eval_windows = 1024;
+    cfg->val_fraction = 0.1;
+    cfg->block_tokens = 65536;
+    cfg->resident_limit = (uint64_t)64 << 20;
+    cfg->seed = 0;
+    cfg->max_bytes = 0;
+    return INDUCT_OK;
+}
+
+static int32_t le32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                     (uint32_t)p[3] << 24);
+}
+
+/* Map, check and scan one token file into `st`. On success *max_id is the largest id.
+ * d_vocab 0 = no bound other than INT32_MAX. */
+static int store_open(induct__store *st, const char *path, uint32_t format, uint32_t d_vocab,
+                      uint64_t resident_limit, uint32_t *max_id) {
+    memset(st, 0, sizeof *st);
+    atomic_init(&st->touched, 0);
+    INDUCT_FAIL_IF(format > INDUCT_TOKFILE_LLMC, INDUCT_EINVAL,
+                   "%s: unknown token-file format %u", path, format);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    INDUCT_FAIL_IF(fd < 0, INDUCT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        int e = errno;
+        close(fd);
+        return induct__fail(INDUCT_EIO, "%s: %s", path,
+                            e ? strerror(e) : "not a regular file");
+    }
+    uint64_t size = (uint64_t)sb.st_size;
+    unsigned width = format == INDUCT_TOKFILE_U32 ? 4 : 2;
+    uint64_t header = format == INDUCT_TOKFILE_LLMC ? LLMC_HEADER_BYTES : 0;
+    int rc = INDUCT_OK;
+    uint64_t n = 0;
+    if (format == INDUCT_TOKFILE_LLMC) {
+        if (size < LLMC_HEADER_BYTES)
+            rc = induct__fail(INDUCT_EFORMAT,
+                              "%s: truncated: %llu bytes cannot hold the 1024-byte llm.c header",
+                              path, (unsigned long long)size);
+    } else if (size == 0) {
+        rc = induct__fail(INDUCT_EFORMAT, "%s: zero tokens: the file is empty", path);
+    } else if (size % width != 0) {
+        rc = induct__fail(INDUCT_EFORMAT,
+                          "%s: truncated: %llu bytes is not a whole number of %u-byte tokens",
+                          path, (unsigned long long)size, width);
+    }
+    if (rc == INDUCT_OK && size > SIZE_MAX)
+        rc = induct__fail(INDUCT_ELIMIT, "%s: too large to map", path);
+    void *map = NULL;
+    if (rc == INDUCT_OK) {
+        map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+        if (map == MAP_FAILED) {
+            map = NULL;
+            rc = induct__fail(INDUCT_EIO, "%s: cannot map %llu bytes: %s", path,
+                              (unsigned long long)size, strerror(errno));
+        }
+    }
+    close(fd);
+    if (rc != INDUCT_OK) return rc;
+    const unsigned char *base = map;
+    if (format == INDUCT_TOKFILE_LLMC) {
+        int32_t magic = le32(base), version = le32(base + 4), count = le32(base + 8);
+        if (magic != INDUCT_LLMC_MAGIC)
+            rc = induct__fail(INDUCT_EFORMAT,
+                              "%s: bad magic %d (llm.c token files start with %d)", path, magic,
+                              INDUCT_LLMC_MAGIC);
+        else if (version != INDUCT_LLMC_VERSION)
+            rc = induct__fail(INDUCT_EFORMAT,
+                              "%s: unsupported llm.c token-file version %d (this library reads "
+                              "version %d: uint16 tokens)",
+                              path, version, INDUCT_LLMC_VERSION);
+        else if (count < 0)
+            rc = induct__fail(INDUCT_EFORMAT, "%s: negative token count %d in the header", path,
+                              count);
+        else if (count == 0)
+            rc = induct__fail(INDUCT_EFORMAT, "%s: zero tokens: the header's token count is 0",
+                              path);
+        else {
+            uint64_t want = LLMC_HEADER_BYTES + 2 * (uint64_t)count;
+            if (size < want)
+                rc = induct__fail(INDUCT_EFORMAT,
+                                  "%s: truncated: the header says %d tokens (%llu bytes) but the "
+                                  "file has %llu bytes",
+                                  path, count, (unsigned long long)want, (unsigned long long)size);
+            else if (size > want)
+                rc = induct__fail(INDUCT_EFORMAT,
+                                  "%s: size mismatch: the header says %d tokens (%llu bytes) but "
+                                  "the file has %llu bytes",
+                                  path, count, (unsigned long long)want, (unsigned long long)size);
+            n = (uint64_t)count;
+        }
+    } else {
+        n = size / width;
+    }
+    st->map = map;
+    st->map_len = (size_t)size;
+    st->data = base + header;
+    st->n = n;
+    st->width = width;
+    st->resident_limit = resident_limit;
+    if (rc != INDUCT_OK) goto fail;
+    /* One pass over every id, releasing pages as it goes. */
+    uint32_t mx = 0;
+    const uint64_t chunk = 1u << 20;
+    madvise(map, (size_t)size, MADV_SEQUENTIAL);
+    for (uint64_t i = 0; i < n && rc == INDUCT_OK; i += chunk) {
+        uint64_t e = n - i < chunk ? n : i + chunk;
+        for (uint64_t j = i; j < e; j++) {
+            uint32_t id = (uint32_t)induct__store_get(st, j);
+            if (width == 4 && id > INT32_MAX) {
+                rc = induct__fail(INDUCT_ERANGE, "%s: token %llu is %u, above INT32_MAX", path,
+                                  (unsigned long long)j, id);
+                break;
+            }
+            if (d_vocab && id >= d_vocab) {
+                rc = induct__fail(INDUCT_ERANGE, "%s: token %llu is %u, not below d_vocab %u",
+                                  path, (unsigned long long)j, id, d_vocab);
+                break;
+            }
+            if (id > mx) mx = id;
+        }
+        induct__store_touch(st, (e - i) * width);
+    }
+    madvise(map, (size_t)size, MADV_NORMAL);
+    if (resident_limit) madvise(map, (size_t)size, MADV_DONTNEED);
+    atomic_store(&st->touched, 0);
+    if (rc != INDUCT_OK) goto fail;
+    *max_id = mx;
+    return INDUCT_OK;
+fail:
+    munmap(map, (size_t)size);
+    memset(st, 0, sizeof *st);
+    return rc;
+}
+
+INDUCT_API int induct_dataset_new_token_file(induct_dataset **out, const char *path,
+                                             const char *val_path,
+                                             const induct_token_file_config *cfg) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_dataset_new_token_file: out is NULL");
+    *out = NULL;
+    INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_dataset_new_token_file: path is NULL");
+    induct_token_file_config c;
+    induct_token_file_config_init(&c, sizeof c);
+    INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_token_file_config"));
+    INDUCT_FAIL_IF(c.format > INDUCT_TOKFILE_LLMC, INDUCT_EINVAL,
+                   "token-file config: unknown format %u", c.format);
+    if (!val_path) INDUCT_TRY(induct__check_split_cfg(c.val_fraction, "token-file config"));
+    struct induct__stream *s = NULL;
+    INDUCT_TRY(induct__stream_new(&s));
+    uint32_t mx = 0, mx2 = 0;
+    int rc = store_open(&s->store[0], path, c.format, c.d_vocab, c.resident_limit, &mx);
+    if (rc == INDUCT_OK) s->n_store = 1;
+    if (rc == INDUCT_OK && val_path) {
+        rc = store_open(&s->store[1], val_path, c.format, c.d_vocab, c.resident_limit, &mx2);
+        if (rc == INDUCT_OK) s->n_store = 2;
+    }
+    s->n_eval_windows = c.n_eval_windows;
+    if (rc == INDUCT_OK) {
+        if (val_path) {
+            rc = induct__split_append(&s->split[INDUCT_SPLIT_TRAIN], 0, 0, s->store[0].n);
+            if (rc == INDUCT_OK)
+                rc = induct__split_append(&s->split[INDUCT_SPLIT_EVAL], 1, 0, s->store[1].n);
+        } else {
+            rc = induct__stream_split_position(s, c.block_tokens, induct__ppm(c.val_fraction),
+                                               c.max_bytes);
+        }
+    }
+    induct_dataset *d = rc == INDUCT_OK ? calloc(1, sizeof *d) : NULL;
+    if (rc == INDUCT_OK && !d) rc = induct__fail(INDUCT_ENOMEM, "out of memory allocating a dataset");
+    if (rc != INDUCT_OK) {
+        induct__stream_free(s);
+        return rc;
+    }
+    d->kind = INDUCT__DS_STREAM;
+    d->d_vocab = c.d_vocab ? c.d_vocab : (mx > mx2 ? mx : mx2) + 1;
+    d->seed = c.seed;
+    d->stream = s;
+    *out = d;
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_token_file_read(const char *path, uint32_t format, uint32_t d_vocab,
+                                      int32_t *out, size_t out_cap, size_t *out_len) {
+    INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_token_file_read: path is NULL");
+    induct__store st;
+    uint32_t mx;
+    INDUCT_TRY(store_open(&st, path, format, d_vocab, (uint64_t)64 << 20, &mx));
+    int rc = INDUCT_OK;
+    if (st.n > SIZE_MAX) rc = induct__fail(INDUCT_ELIMIT, "%s: too many tokens", path);
+    if (rc == INDUCT_OK && out_len) *out_len = (size_t)st.n;
+    if (rc == INDUCT_OK && (!out || out_cap < st.n))
+        rc = induct__fail(INDUCT_EBUFSIZE, "%s: %llu tokens, buffer holds %zu", path,
+                          (unsigned long long)st.n, out ? out_cap : 0);
+    if (rc == INDUCT_OK) {
+        for (uint64_t i = 0; i < st.n; i++) {
+            out[i] = induct__store_get(&st, i);
+            if ((i & 0xfffff) == 0xfffff) induct__store_touch(&st, (uint64_t)st.width << 20);
+        }
+    }
+    munmap(st.map, st.map_len);
+    return rc;
+}
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+static int write_all(int fd, const unsigned char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+INDUCT_API int induct_token_file_write(const char *path, uint32_t format, const int32_t *tokens,
+                                       size_t n) {
+    INDUCT_FAIL_IF(!path || !tokens, INDUCT_EINVAL, "induct_token_file_write: NULL argument");
+    INDUCT_FAIL_IF(n == 0, INDUCT_EINVAL,
+                   "induct_token_file_write: %s: zero tokens (a token file holds at least one)",
+                   path);
+    INDUCT_FAIL_IF(format > INDUCT_TOKFILE_LLMC, INDUCT_EINVAL,
+                   "induct_token_file_write: unknown format %u", format);
+    INDUCT_FAIL_IF(format == INDUCT_TOKFILE_LLMC && n > INT32_MAX, INDUCT_ELIMIT,
+                   "induct_token_file_write: %s: %zu tokens exceed llm.c's int32 count", path, n);
+    int64_t hi = format == INDUCT_TOKFILE_U32 ? INT32_MAX : 65535;
+    for (size_t i = 0; i < n; i++)
+        INDUCT_FAIL_IF(tokens[i] < 0 || tokens[i] > hi, INDUCT_ERANGE,
+                       "induct_token_file_write: %s: token %zu is %d, which does not fit %s", path,
+                       i, tokens[i], format == INDUCT_TOKFILE_U32 ? "uint32 ids 0..INT32_MAX"
+                                                                  : "uint16 (0..65535)");
+    unsigned width = format == INDUCT_TOKFILE_U32 ? 4 : 2;
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + 16);
+    INDUCT_FAIL_IF(!tmp, INDUCT_ENOMEM, "induct_token_file_write: out of memory");
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return induct__fail(INDUCT_EIO, "%s: cannot create a temporary file: %s", path,
+                            strerror(e));
+    }
+    int rc = fchmod(fd, 0644) == 0 ? INDUCT_OK : -1; /* mkstemp makes 0600 */
+    unsigned char buf[1 << 16];
+    if (format == INDUCT_TOKFILE_LLMC) {
+        unsigned char h[LLMC_HEADER_BYTES] = {0};
+        int32_t vals[3] = {INDUCT_LLMC_MAGIC, INDUCT_LLMC_VERSION, (int32_t)n};
+        for (int k = 0; k < 3; k++)
+            for (int b = 0; b < 4; b++) h[4 * k + b] = (unsigned char)((uint32_t)vals[k] >> (8 * b));
+        if (write_all(fd, h, sizeof h) != 0) rc = -1;
+    }
+    size_t per = sizeof buf / width;
+    for (size_t i = 0; i < n && rc == INDUCT_OK; i += per) {
+        size_t e = n - i < per ? n : i + per, o = 0;
+        for (size_t j = i; j < e; j++)
+            for (unsigned b = 0; b < width; b++)
+                buf[o++] = (unsigned char)((uint32_t)tokens[j] >> (8 * b));
+        if (write_all(fd, buf, o) != 0) rc = -1;
+    }
+    if (rc == INDUCT_OK && fsync(fd) != 0) rc = -1;
+    int e = errno;
+    if (close(fd) != 0 && rc == INDUCT_OK) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc == INDUCT_OK && rename(tmp, path) != 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc != INDUCT_OK) {
+        unlink(tmp);
+        free(tmp);
+        return induct__fail(INDUCT_EIO, "%s: write failed: %s", path, strerror(e));
+    }
+    free(tmp);
+    /* Make the rename durable: fsync the directory (best effort). */
+    char *dir = strdup(path);
+    if (dir) {
+        char *slash = strrchr(dir, '/');
+        const char *dn = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
+        int dfd = open(dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+        free(dir);
+    }
+    return INDUCT_OK;
+}

@@ -1,0 +1,542 @@
+/* Training driver: steps on a schedule, evaluation into a JSON Lines metrics log,
+ * snapshots, progress callback, interrupt. docs/training.md is the specification.
+ *
+ * Everything that measures the model lives in eval_metrics(): one block per
+ * INDUCT_TRAIN_METRIC_* bit, each with its availability / dataset check (probe mode)
+ * and its computation (record mode). New metrics are wired there only.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis_internal.h"
+#include "induct_internal.h"
+#include "numtext.h"
+
+static const char *errstr(int e) {
+    static _Thread_local char buf[128];
+    if (strerror_r(e, buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "error %d", e);
+    return buf;
+}
+
+#define ALL_METRICS                                                                        \
+    (INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_ICL_SCORE |                            \
+     INDUCT_TRAIN_METRIC_LOSS_BY_POSITION | INDUCT_TRAIN_METRIC_PREFIX_MATCHING |          \
+     INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN | INDUCT_TRAIN_METRIC_COPYING |                    \
+     INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION |                  \
+     INDUCT_TRAIN_METRIC_INDUCTION_SCORE)
+
+INDUCT_API int induct_train_config_init(induct_train_config *cfg, size_t size) {
+    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_train_config_init: cfg is NULL");
+    INDUCT_FAIL_IF(size < sizeof(induct_train_config) || size > 4096, INDUCT_EABI,
+                   "induct_train_config_init: size %zu, expected %zu to 4096", size,
+                   sizeof(induct_train_config));
+    memset(cfg, 0, size);
+    cfg->size = size;
+    cfg->steps = 1000;
+    cfg->batch = 32;
+    cfg->seq_len = 0;
+    cfg->eval_every = 0;
+    cfg->eval_log2 = 0;
+    cfg->eval_batch = 64;
+    cfg->metrics = INDUCT_TRAIN_METRIC_LOSS;
+    cfg->metrics_append = 0;
+    cfg->metrics_path = NULL;
+    cfg->snapshot_every = 0;
+    cfg->snapshot_log2 = 0;
+    cfg->snapshot_optimizer = 1;
+    cfg->snapshot_path = NULL;
+    cfg->target_loss = 0.0;
+    return INDUCT_OK;
+}
+
+typedef struct run {
+    induct_optimizer *o;
+    induct_model *m;
+    const induct_dataset *d;
+    induct_train_config c;
+    uint32_t T;
+    FILE *mf;          /* metrics log or NULL */
+    int32_t *eval_tok; /* [eval_batch][T]: batch 0 of the eval split */
+    float *heads;      /* [n_layers][n_heads] scratch */
+    size_t n_heads_total;
+    int pending_interrupt; /* an interrupt seen while an analysis call cleared the flag */
+    uint64_t eval_bytes;   /* eval_tok's bytes, counted in the model's memory while held */
+} run;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Take the model's interrupt flag into r->pending_interrupt. The public analysis
+ * entry points clear the flag when they start, so it is collected right before each
+ * of them; an interrupt landing in the few instructions between this exchange and
+ * their clear is still lost (it only delays the stop to a later interrupt). When the
+ * analysis suite is wired in, call internal variants that leave the flag alone. */
+static void collect_interrupt(run *r) {
+    if (atomic_exchange(&r->m->interrupt, 0)) r->pending_interrupt = 1;
+}
+
+/* A JSON number whose text reads back exactly (as a float for float32 values,
+ * as a double otherwise); null for NaN and infinities. */
+static cJSON *json_num(double v, int as_float) {
+    if (!isfinite(v)) return cJSON_CreateNull();
+    char b[40];
+    induct__fmt_double(b, sizeof b, v, as_float);
+    return cJSON_CreateRaw(b);
+}
+
+static int add_num(cJSON *rec, const char *key, double v, int as_float) {
+    cJSON *x = json_num(v, as_float);
+    if (!x || !cJSON_AddItemToObject(rec, key, x)) {
+        cJSON_Delete(x);
+        return induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    }
+    return INDUCT_OK;
+}
+
+/* Add `key`: [[...] * n_heads] * n_layers from r->heads. */
+static int add_heads(run *r, cJSON *rec, const char *key) {
+    uint32_t L = r->m->cfg.n_layers, H = r->m->cfg.n_heads;
+    cJSON *outer = cJSON_AddArrayToObject(rec, key);
+    for (uint32_t l = 0; outer && l < L; l++) {
+        cJSON *row = cJSON_CreateArray();
+        if (!row || !cJSON_AddItemToArray(outer, row)) {
+            cJSON_Delete(row);
+            outer = NULL;
+            break;
+        }
+        for (uint32_t h = 0; h < H; h++) {
+            cJSON *x = json_num((double)r->heads[(size_t)l * H + h], 1);
+            if (!x || !cJSON_AddItemToArray(row, x)) {
+                cJSON_Delete(x);
+                outer = NULL;
+                break;
+            }
+        }
+    }
+    INDUCT_FAIL_IF(!outer, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    return INDUCT_OK;
+}
+
+/* Add `key`: a list of n floats. */
+static int add_list(cJSON *rec, const char *key, const float *v, size_t n) {
+    cJSON *arr = cJSON_AddArrayToObject(rec, key);
+    for (size_t i = 0; arr && i < n; i++) {
+        cJSON *x = json_num((double)v[i], 1);
+        if (!x || !cJSON_AddItemToArray(arr, x)) {
+            cJSON_Delete(x);
+            arr = NULL;
+        }
+    }
+    INDUCT_FAIL_IF(!arr, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    return INDUCT_OK;
+}
+
+/* The analysis suite's evaluation set for this run: batch 0 of the eval split,
+ * eval_batch sequences of seq_len tokens — the same tokens as r->eval_tok. */
+static int eval_set(const run *r, induct_eval_config *ec) {
+    INDUCT_TRY(induct_eval_config_init(ec, sizeof *ec));
+    ec->n_seq = r->c.eval_batch;
+    ec->seq_len = r->T;
+    ec->chunk = r->c.eval_batch < 8 ? r->c.eval_batch : 8;
+    ec->split = INDUCT_SPLIT_EVAL;
+    ec->batch_index = 0;
+    return INDUCT_OK;
+}
+
+/*
+ * The one evaluation function.
+ * probe (rec == NULL): check that every requested metric exists and that the dataset
+ *   can provide it, compute nothing.
+ * record: compute every requested metric on the evaluation set and add it to `rec`
+ *   under its stable key; *eval_loss gets the loss or NaN when not requested.
+ * Weights and optimizer are not touched; the workspace is.
+ */
+static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
+    const uint32_t want = r->c.metrics;
+    induct_model *m = r->m;
+    const uint32_t E = r->c.eval_batch, T = r->T;
+    size_t len;
+    if (eval_loss) *eval_loss = NAN;
+
+    INDUCT_FAIL_IF(want & ~ALL_METRICS, INDUCT_EINVAL,
+                   "induct_train: unknown metric bits 0x%x", want & ~ALL_METRICS);
+
+    /* eval_loss: mean per-token loss over the evaluation set, nats */
+    if (want & INDUCT_TRAIN_METRIC_LOSS) {
+        if (rec) {
+            double loss;
+            INDUCT_TRY(induct_model_forward(m, r->eval_tok, E, T, NULL, 0, NULL, 0, &loss));
+            INDUCT_TRY(add_num(rec, "eval_loss", loss, 0));
+            if (eval_loss) *eval_loss = loss;
+        }
+    }
+    induct_eval_config ec;
+    INDUCT_TRY(eval_set(r, &ec));
+    /* icl_score: L[late-1] - L[early-1] averaged over the evaluation set, nats (ICL paper,
+     * "Key Concepts"; defaults 500th and 50th token, so seq_len must be >= 501) */
+    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) {
+        if (!rec) {
+            induct_eval_config chk;
+            INDUCT_TRY(induct__eval_config(&chk, m, &ec, 1, "induct_train (metric 'icl_score')"));
+        } else {
+            double icl;
+            INDUCT_TRY(induct__analysis_icl_score(m, r->d, &ec, &icl));
+            INDUCT_TRY(add_num(rec, "icl_score", icl, 0));
+        }
+    }
+    /* loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
+    if (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION) {
+        if (rec) {
+            float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
+            INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
+            int rc = induct__analysis_loss_by_position(m, r->d, &ec, lbp, T - 1, &len);
+            if (rc == INDUCT_OK) rc = add_list(rec, "loss_by_position", lbp, T - 1);
+            free(lbp);
+            INDUCT_TRY(rc);
+        }
+    }
+    /* prefix_matching_score [n_layers][n_heads]: the paper's probe (BOS + 25 distinct
+     * random tokens x 4, 10 sequences; induct_probe_config defaults) */
+    if (want & INDUCT_TRAIN_METRIC_PREFIX_MATCHING) {
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_prefix_matching(m, NULL, r->heads, r->n_heads_total,
+                                                       &len));
+            INDUCT_TRY(add_heads(r, rec, "prefix_matching_score"));
+        }
+    }
+    /* previous_token_score [n_layers][n_heads] on the evaluation set */
+    if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) {
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_previous_token_score(m, r->d, E, T, r->heads,
+                                                            r->n_heads_total, &len));
+            INDUCT_TRY(add_heads(r, rec, "previous_token_score"));
+        }
+    }
+    /* copying_score [n_layers][n_heads]: the paper's empirical evaluator on its probe */
+    if (want & INDUCT_TRAIN_METRIC_COPYING) {
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_copying(m, NULL, r->heads, r->n_heads_total, &len));
+            INDUCT_TRY(add_heads(r, rec, "copying_score"));
+        }
+    }
+    /* kv_accuracy (fraction) and kv_attention_on_answer [n_layers][n_heads]: key-value
+     * retrieval datasets (seed 002), answer position seq_len - 2 of every eval row */
+    if (want & (INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION)) {
+        INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_KV, INDUCT_EINVAL,
+                       "induct_train: metrics 'kv_accuracy' and 'kv_attention_on_answer' need "
+                       "a key-value retrieval dataset (induct_dataset_new_kv)");
+    }
+    if ((want & INDUCT_TRAIN_METRIC_KV_ACCURACY) && rec) {
+        double acc;
+        collect_interrupt(r);
+        INDUCT_TRY(induct_analysis_kv_accuracy(m, r->d, E, T, &acc));
+        INDUCT_TRY(add_num(rec, "kv_accuracy", acc, 0));
+    }
+    if ((want & INDUCT_TRAIN_METRIC_KV_ATTENTION) && rec) {
+        collect_interrupt(r);
+        INDUCT_TRY(induct_analysis_kv_attention(m, r->d, E, T, r->heads, r->n_heads_total, &len));
+        INDUCT_TRY(add_heads(r, rec, "kv_attention_on_answer"));
+    }
+    /* induction_score [n_layers][n_heads]: seed 003's score, RRT datasets without BOS */
+    if (want & INDUCT_TRAIN_METRIC_INDUCTION_SCORE) {
+        INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_RRT || r->d->rrt.bos >= 0, INDUCT_EINVAL,
+                       "induct_train: metric 'induction_score' needs a repeated-random-token "
+                       "dataset without BOS");
+        if (rec) {
+            collect_interrupt(r);
+            INDUCT_TRY(induct_analysis_induction_score(m, r->d, E, T, r->heads,
+                                                       r->n_heads_total, &len));
+            INDUCT_TRY(add_heads(r, rec, "induction_score"));
+        }
+    }
+    return INDUCT_OK;
+}
+
+/* Is step counter value s a point of the schedule (every, log2)? */
+static int due(uint64_t s, uint64_t every, uint32_t log2_) {
+    if (s == 0) return every != 0 || log2_;
+    if (every && s % every == 0) return 1;
+    return log2_ && (s & (s - 1)) == 0;
+}
+
+/* Evaluate and append one record to the log. */
+static int evaluate(run *r, double train_loss, uint64_t train_steps, double lr, double elapsed,
+                    double *eval_loss) {
+    cJSON *rec = cJSON_CreateObject();
+    INDUCT_FAIL_IF(!rec, INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    uint64_t s = r->o->step;
+    int rc = INDUCT_OK;
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)s); /* exact beyond 2^53 too */
+    cJSON *x = cJSON_CreateRaw(b);
+    if (!x || !cJSON_AddItemToObject(rec, "step", x)) {
+        cJSON_Delete(x);
+        rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory building a metrics record");
+    }
+    if (rc == INDUCT_OK) rc = add_num(rec, "tokens", (double)s * r->c.batch * r->T, 0);
+    if (rc == INDUCT_OK) /* wall time: microseconds are plenty */
+        rc = add_num(rec, "elapsed_seconds", round(elapsed * 1e6) / 1e6, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "lr", lr, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "train_loss", train_loss, 0);
+    if (rc == INDUCT_OK) rc = add_num(rec, "train_loss_steps", (double)train_steps, 0);
+    if (rc == INDUCT_OK) rc = eval_metrics(r, rec, eval_loss);
+    if (rc == INDUCT_OK && r->mf) {
+        char *line = cJSON_PrintUnformatted(rec);
+        if (!line)
+            rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory printing a record");
+        else {
+            if (fputs(line, r->mf) == EOF || fputc('\n', r->mf) == EOF || fflush(r->mf) != 0)
+                rc = induct__fail(INDUCT_EIO, "induct_train: cannot write the metrics log '%s': %s",
+                                  r->c.metrics_path, errstr(errno));
+            free(line);
+        }
+    }
+    cJSON_Delete(rec);
+    return rc;
+}
+
+/* The snapshot path: the template with every "{step}" replaced. Caller frees. */
+static int snapshot_path(const char *tpl, uint64_t step, char **out) {
+    char num[32];
+    int nl = snprintf(num, sizeof num, "%llu", (unsigned long long)step);
+    size_t n = 0;
+    for (const char *p = tpl; *p;) {
+        if (!strncmp(p, "{step}", 6)) {
+            n += (size_t)nl;
+            p += 6;
+        } else {
+            n++;
+            p++;
+        }
+    }
+    char *s = malloc(n + 1), *q = s;
+    INDUCT_FAIL_IF(!s, INDUCT_ENOMEM, "induct_train: out of memory");
+    for (const char *p = tpl; *p;) {
+        if (!strncmp(p, "{step}", 6)) {
+            memcpy(q, num, (size_t)nl);
+            q += nl;
+            p += 6;
+        } else {
+            *q++ = *p++;
+        }
+    }
+    *q = '\0';
+    *out = s;
+    return INDUCT_OK;
+}
+
+static int snapshot(run *r, char **path_out) {
+    *path_out = NULL;
+    if (!r->c.snapshot_path) return INDUCT_OK;
+    char *p = NULL;
+    INDUCT_TRY(snapshot_path(r->c.snapshot_path, r->o->step, &p));
+    int rc = r->c.snapshot_optimizer ? induct_optimizer_save(r->o, p) : induct_model_save(r->m, p);
+    if (rc != INDUCT_OK) {
+        free(p);
+        return rc;
+    }
+    *path_out = p;
+    return INDUCT_OK;
+}
+
+static int setup(run *r) {
+    induct_model *m = r->m;
+    induct_train_config *c = &r->c;
+    r->T = c->seq_len ? c->seq_len : m->cfg.n_ctx;
+    INDUCT_FAIL_IF(c->batch == 0, INDUCT_EINVAL, "induct_train: batch must be >= 1");
+    INDUCT_FAIL_IF(r->T < 2, INDUCT_EINVAL, "induct_train: seq_len must be >= 2 (got %u)", r->T);
+    INDUCT_FAIL_IF(r->T > m->cfg.n_ctx, INDUCT_ERANGE,
+                   "induct_train: seq_len %u exceeds the model's n_ctx %u", r->T, m->cfg.n_ctx);
+    INDUCT_FAIL_IF(r->d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
+                   "induct_train: dataset vocabulary %u exceeds the model's d_vocab %u",
+                   r->d->d_vocab, m->cfg.d_vocab);
+    INDUCT_FAIL_IF(c->eval_log2 > 1 || c->snapshot_log2 > 1 || c->snapshot_optimizer > 1 ||
+                       c->metrics_append > 1,
+                   INDUCT_EINVAL,
+                   "induct_train: eval_log2, snapshot_log2, snapshot_optimizer and "
+                   "metrics_append must be 0 or 1");
+    int evals = c->eval_every != 0 || c->eval_log2;
+    INDUCT_FAIL_IF(!(c->target_loss >= 0.0) || !isfinite(c->target_loss), INDUCT_EINVAL,
+                   "induct_train: target_loss must be finite and >= 0");
+    INDUCT_FAIL_IF(c->target_loss > 0 && (!evals || !(c->metrics & INDUCT_TRAIN_METRIC_LOSS)),
+                   INDUCT_EINVAL,
+                   "induct_train: target_loss needs an evaluation schedule (eval_every or "
+                   "eval_log2) and INDUCT_TRAIN_METRIC_LOSS");
+    INDUCT_FAIL_IF(c->snapshot_path && !*c->snapshot_path, INDUCT_EINVAL,
+                   "induct_train: snapshot_path is empty");
+    INDUCT_FAIL_IF(c->metrics_path && !*c->metrics_path, INDUCT_EINVAL,
+                   "induct_train: metrics_path is empty");
+    /* every step must fit the limits (workspace and token staging) before anything,
+     * the probe below included, is allocated */
+    size_t n, bytes;
+    INDUCT_FAIL_IF(!induct__mul(c->batch, r->T, &n) || !induct__mul(n, sizeof(int32_t), &bytes),
+                   INDUCT_ELIMIT, "induct_train: batch %u x seq_len %u overflows size_t",
+                   c->batch, r->T);
+    INDUCT_TRY(induct__model_check_workspace(
+        m, c->batch, r->T,
+        (n > m->tok_cap ? bytes - (uint64_t)m->tok_cap * sizeof(int32_t) : 0) +
+            (uint64_t)r->T * sizeof(int32_t)));
+    /* the train split must produce sequences of T tokens: row 0 of a batch does not
+     * depend on the batch size, so one row is probed */
+    int32_t *probe = malloc((size_t)r->T * sizeof *probe); /* T <= n_ctx < 2^32 */
+    INDUCT_FAIL_IF(!probe, INDUCT_ENOMEM, "induct_train: out of memory");
+    int rc = induct_dataset_batch(r->d, INDUCT_SPLIT_TRAIN, r->o->step, 1, r->T, probe, r->T,
+                                  NULL, 0);
+    free(probe);
+    INDUCT_TRY(rc);
+    /* probe every requested metric (EINVAL / ERANGE) before any step, even when no
+     * evaluation is scheduled: a metric that cannot be provided is never skipped */
+    INDUCT_TRY(eval_metrics(r, NULL, NULL));
+    if (evals) {
+        INDUCT_FAIL_IF(c->eval_batch == 0, INDUCT_EINVAL,
+                       "induct_train: eval_batch must be >= 1 when evaluation is on");
+        INDUCT_FAIL_IF(!induct__mul(c->eval_batch, r->T, &n) ||
+                           !induct__mul(n, sizeof(int32_t), &bytes),
+                       INDUCT_ELIMIT, "induct_train: eval_batch %u x seq_len %u overflows size_t",
+                       c->eval_batch, r->T);
+        /* the evaluation set is held for the whole call, next to the workspace its
+         * forward pass needs */
+        INDUCT_TRY(induct__model_check_workspace(m, c->eval_batch, r->T, bytes));
+        r->eval_tok = malloc(bytes);
+        r->n_heads_total = (size_t)m->cfg.n_layers * m->cfg.n_heads;
+        r->heads = malloc(r->n_heads_total * sizeof *r->heads);
+        INDUCT_FAIL_IF(!r->eval_tok || !r->heads, INDUCT_ENOMEM, "induct_train: out of memory");
+        r->eval_bytes = bytes; /* held by the model until the call returns */
+        induct__model_held(m, bytes, 0);
+        INDUCT_TRY(induct_dataset_batch(r->d, INDUCT_SPLIT_EVAL, 0, c->eval_batch, r->T,
+                                        r->eval_tok, n, NULL, 0));
+    }
+    if (c->metrics_path) {
+        r->mf = fopen(c->metrics_path, c->metrics_append ? "a" : "w");
+        INDUCT_FAIL_IF(!r->mf, INDUCT_EIO, "induct_train: cannot open the metrics log '%s': %s",
+                       c->metrics_path, errstr(errno));
+    }
+    return INDUCT_OK;
+}
+
+typedef struct loop {
+    double t0, step_time, loss_sum;
+    uint64_t loss_n, done;
+    int evals, snaps;
+} loop;
+
+/* After a step (or at step 0 of a fresh run): evaluation, snapshot and callback as
+ * scheduled. *finished is set when the run ends here. */
+static int point(run *r, loop *lp, induct_progress *p, induct_progress_fn cb, void *ud,
+                 int *finished) {
+    const induct_train_config *c = &r->c;
+    uint64_t s = r->o->step;
+    int last = s >= c->steps, target = 0;
+    *finished = 0;
+    if (lp->evals && (due(s, c->eval_every, c->eval_log2) || (last && lp->done))) {
+        double el;
+        INDUCT_TRY(evaluate(r, lp->loss_n ? lp->loss_sum / (double)lp->loss_n : NAN, lp->loss_n,
+                            p->lr, now_seconds() - lp->t0, &el));
+        lp->loss_sum = 0.0;
+        lp->loss_n = 0;
+        p->events |= INDUCT_TRAIN_EVENT_EVAL;
+        p->eval_loss = el;
+        target = c->target_loss > 0 && el <= c->target_loss;
+    }
+    char *snap = NULL;
+    if (lp->snaps && due(s, c->snapshot_every, c->snapshot_log2)) {
+        INDUCT_TRY(snapshot(r, &snap));
+        p->events |= INDUCT_TRAIN_EVENT_SNAPSHOT;
+        p->snapshot_path = snap;
+    }
+    if (last || target) p->events |= INDUCT_TRAIN_EVENT_DONE;
+    if (target) p->events |= INDUCT_TRAIN_EVENT_TARGET;
+    p->step = s;
+    double el = now_seconds() - lp->t0;
+    p->elapsed_seconds = el;
+    p->tokens_per_second = lp->step_time > 0
+                               ? (double)lp->done * c->batch * r->T / lp->step_time
+                               : 0.0;
+    p->eta_seconds = lp->done ? el / (double)lp->done * (double)(last ? 0 : c->steps - s) : NAN;
+    int stop = cb ? cb(p, ud) : 0;
+    free(snap);
+    if (last || target) {
+        *finished = 1;
+        return INDUCT_OK;
+    }
+    INDUCT_FAIL_IF(stop, INDUCT_EINTERRUPTED,
+                   "induct_train: stopped by the progress callback at step %llu",
+                   (unsigned long long)s);
+    return INDUCT_OK;
+}
+
+static void progress_init(induct_progress *p, const run *r) {
+    memset(p, 0, sizeof *p);
+    p->size = sizeof *p;
+    p->steps = r->c.steps;
+    p->loss = p->lr = p->eval_loss = NAN;
+}
+
+static int train_loop(run *r, induct_progress_fn cb, void *ud) {
+    induct_optimizer *o = r->o;
+    const induct_train_config *c = &r->c;
+    loop lp = {0};
+    lp.t0 = now_seconds();
+    lp.evals = c->eval_every != 0 || c->eval_log2;
+    lp.snaps = c->snapshot_every != 0 || c->snapshot_log2;
+    induct_progress p;
+    int finished = 0;
+    if (o->step == 0 && (lp.evals || lp.snaps)) { /* the initialisation is a point */
+        progress_init(&p, r);
+        INDUCT_TRY(point(r, &lp, &p, cb, ud, &finished));
+        if (finished) return INDUCT_OK;
+    }
+    while (o->step < c->steps) {
+        collect_interrupt(r);
+        INDUCT_FAIL_IF(r->pending_interrupt, INDUCT_EINTERRUPTED,
+                       "induct_train: interrupted at step %llu (induct_model_interrupt)",
+                       (unsigned long long)o->step);
+        progress_init(&p, r);
+        double lr, loss, ts = now_seconds();
+        INDUCT_TRY(induct_optimizer_current_lr(o, &lr));
+        INDUCT_TRY(induct_train_step(o, r->d, c->batch, r->T, &loss));
+        lp.step_time += now_seconds() - ts;
+        lp.done++;
+        lp.loss_sum += loss;
+        lp.loss_n++;
+        p.events = INDUCT_TRAIN_EVENT_STEP;
+        p.loss = loss;
+        p.lr = lr;
+        INDUCT_TRY(point(r, &lp, &p, cb, ud, &finished));
+        if (finished) return INDUCT_OK;
+    }
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_train(induct_optimizer *o, const induct_dataset *d,
+                            const induct_train_config *cfg, induct_progress_fn cb, void *ud) {
+    INDUCT_FAIL_IF(!o || !d || !cfg, INDUCT_EINVAL, "induct_train: NULL argument");
+    run r;
+    memset(&r, 0, sizeof r);
+    r.o = o;
+    r.m = o->model;
+    r.d = d;
+    induct_train_config_init(&r.c, sizeof r.c);
+    INDUCT_TRY(induct__struct_in(&r.c, sizeof r.c, sizeof r.c, cfg, "induct_train_config"));
+    atomic_store(&r.m->interrupt, 0);
+    int rc = setup(&r);
+    if (rc == INDUCT_OK) rc = train_loop(&r, cb, ud);
+    if (r.mf && fclose(r.mf) != 0 && rc == INDUCT_OK)
+        rc = induct__fail(INDUCT_EIO, "induct_train: cannot close the metrics log '%s'",
+                          r.c.metrics_path);
+    free(r.eval_tok);
+    free(r.heads);
+    induct__model_held(r.m, 0, r.eval_bytes);
+    return rc;
+}

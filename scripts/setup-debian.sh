@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install the Debian 12 packages libinduct needs to build, test and run its examples.
+# Run as root (or with sudo). Safe to run again: apt-get skips what is installed.
+set -eu
+PKGS="build-essential meson ninja-build pkgconf check
+libopenblas-dev libopenblas0-openmp libopenblas-openmp-dev liblapacke-dev libcjson-dev
+python3 python3-numpy python3-pytest python3-matplotlib python3-torch
+doxygen abigail-tools bible-kjv
+clang libclang-rt-14-dev valgrind"
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "setup: installing$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
