@@ -631,32 +631,7 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define vd_hsum s_dhsum
 #define vd_store_f s_dstore_f
 #include "kernels_attn.inc"
-#undef FN
-#undef ATTR
-#undef VF
-#undef VD
-#undef v_zero
-#undef v_set1
-#undef v_load
-#undef v_store
-#undef v_fma
-#undef v_mul
-#undef v_add
-#undef v_sub
-#undef v_max
-#undef v_lanes_below
-#undef v_select
-#undef v_div
-#undef v_sqrt
-#undef v_abs
-#undef v_copysign
-#undef v_exp
-#undef v_hsum
-#undef v_hmax
-#undef vd_zero
-#undef v_acc_d
-#undef vd_hsum
-#undef vd_store_f
+#include "kernels_attn_undef.inc"
 
 /* -- AVX2 + FMA instantiation ---------------------------------------------------- */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(INDUCT_NO_SIMD)
@@ -793,33 +768,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define vd_hsum a_dhsum
 #define vd_store_f a_dstore_f
 #include "kernels_attn.inc"
-#undef FN
-#undef ATTR
-#undef VF
-#undef VD
-#undef v_zero
-#undef v_set1
-#undef v_load
-#undef v_store
-#undef v_fma
-#undef v_mul
-#undef v_add
-#undef v_sub
-#undef v_max
-#undef v_lanes_below
-#undef v_select
-#undef v_div
-#undef v_sqrt
-#undef v_abs
-#undef v_copysign
-#undef v_exp
-#undef v_hsum
-#undef v_hmax
-#undef vd_zero
-#undef v_acc_d
-#undef vd_hsum
-#undef vd_store_f
-#undef v_transpose8
+#include "kernels_attn_undef.inc"
 #endif
 
 static atomic_int simd_allowed = 1;
