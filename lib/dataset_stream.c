@@ -144,9 +144,35 @@ static uint64_t eval_count(uint64_t n, uint32_t T, uint32_t N) {
     return N < S ? N : S;
 }
 
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Stride of the evaluation order: the integer coprime to E nearest to E·(√5−1)/2, so
+ * that w -> w·k mod E is a permutation whose every prefix is spread over the whole
+ * held-out part (three-gap theorem). */
+static uint64_t eval_stride(uint64_t E) {
+    if (E <= 2) return 1;
+    uint64_t k0 = (uint64_t)((long double)E * 0.6180339887498948482L);
+    for (uint64_t d = 0;; d++) {
+        if (k0 + d < E && gcd64(k0 + d, E) == 1) return k0 + d;
+        if (d <= k0 && k0 - d > 0 && gcd64(k0 - d, E) == 1) return k0 - d;
+    }
+}
+
+/* Start of the i-th window of the evaluation order. With N = 0 the disjoint windows
+ * are read in stream order; with N > 0 the E fixed windows at ⌊j·(n−T)/E⌋ are read in
+ * the order j = i·k mod E, so that any eval batch (the training driver's batch 0
+ * included) samples the whole held-out part, not its first few percent. */
 static uint64_t eval_start(uint64_t n, uint32_t T, uint32_t N, uint64_t E, uint64_t i) {
     if (N == 0) return i * T;
-    return (uint64_t)((u128)i * (n - T) / E);
+    uint64_t j = (uint64_t)((u128)i * eval_stride(E) % E);
+    return (uint64_t)((u128)j * (n - T) / E);
 }
 
 int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,

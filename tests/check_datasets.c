@@ -13,6 +13,30 @@
 
 #include "testutil.h"
 
+/* The evaluation order of docs/datasets.md, computed here from its definition: window
+ * j = i·k mod E, k the integer coprime to E nearest to ⌊E·(√5−1)/2⌋ (the upper one on a tie). */
+static uint64_t eval_order(uint64_t i, uint64_t E) {
+    uint64_t k = 1;
+    if (E > 2) {
+        double target = (double)E * (sqrt(5.0) - 1.0) / 2.0;
+        double best = 1e300;
+        for (uint64_t c = 1; c < E; c++) {
+            uint64_t a = c, b = E;
+            while (b) { uint64_t t = a % b; a = b; b = t; }
+            if (a != 1) continue;
+            double dist = fabs((double)c - floor(target));
+            if (dist <= best) best = dist, k = c;
+        }
+    }
+    return i * k % E;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+
 /* ---- helpers ------------------------------------------------------------------ */
 
 static char tmpdir[256];
@@ -650,7 +674,7 @@ START_TEST(test_window_edges) {
                 ck_ok(rc);
                 for (int b = 0; b < 4; b++) {
                     uint64_t w = (uint64_t)b % want;
-                    uint64_t start = N == 0 ? w * T : w * (nval - T) / want;
+                    uint64_t start = N == 0 ? w * T : eval_order(w, want) * (nval - T) / want;
                     ck_assert_int_eq(meta[b], (int)start);
                     for (int i = 0; i < T; i++)
                         ck_assert_int_eq(tok[b * T + i], bytes[100 - nval + start + i]);
@@ -710,14 +734,26 @@ START_TEST(test_text_split_blocks) {
         ck_assert_mem_eq(a, b, sizeof(int32_t) * 100 * 64);
         for (int r = 0; r < 100; r++) {
             uint64_t w = (idx * 100 + r) % 1024, S = 10000 - 64;
-            ck_assert_int_eq(m1[r], (int)(w * S / 1024));
+            ck_assert_int_eq(m1[r], (int)(eval_order(w, 1024) * S / 1024));
         }
         free(a), free(b);
     }
-    /* the last window reaches the end of the held-out part (spread over all of it) */
-    int32_t *last = batch_of(e1, INDUCT_SPLIT_EVAL, 1023, 1, 64, m1);
-    ck_assert_int_gt(m1[0], 10000 - 64 - 20);
-    free(last);
+    /* the set reaches the end of the held-out part, and every prefix of the evaluation
+     * order is spread over all of it: the first 64 windows leave no gap between
+     * consecutive starts (or before the first / after the last) above 3 S / 64 */
+    int32_t all[1024];
+    int32_t *every = batch_of(e1, INDUCT_SPLIT_EVAL, 0, 1024, 64, all);
+    int32_t mx = 0;
+    for (int r = 0; r < 1024; r++) mx = all[r] > mx ? all[r] : mx;
+    ck_assert_int_gt(mx, 10000 - 64 - 20);
+    free(every);
+    int32_t first[64];
+    memcpy(first, all, sizeof first);
+    qsort(first, 64, sizeof first[0], cmp_i32);
+    int32_t S64 = 10000 - 64;
+    ck_assert_int_le(first[0], 3 * S64 / 64);
+    ck_assert_int_ge(first[63], S64 - 3 * S64 / 64);
+    for (int r = 1; r < 64; r++) ck_assert_int_le(first[r] - first[r - 1], 3 * S64 / 64);
     induct_dataset_free(e1), induct_dataset_free(e2);
     free(big);
 }
