@@ -1516,7 +1516,7 @@ int main(int argc, char **argv) {
            (unsigned long long)n_windows, sh.T);
     if ((uint64_t)sh.E < n_windows)
         printf("note: the evaluation set is the first %u of the %llu windows, which cover only "
-               "the first %.0f%% of the held-out stream (raise --eval-batch to %llu to use "
+               "the first %.2g%% of the held-out stream (raise --eval-batch to %llu to use "
                "them all)\n", sh.E, (unsigned long long)n_windows,
                100.0 * sh.E / (double)n_windows, (unsigned long long)n_windows);
     printf("models: %s — attention-only, d_model %u, %u heads, n_ctx %u, LN %s, positions %s "
