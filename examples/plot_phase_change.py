@@ -124,15 +124,16 @@ def main():
     else:  # no induction head: show the best prefix-matching head of the last layer
         layer = pm_final.shape[0] - 1
         head = int(pm_final[layer].argmax())
-        what = "no induction head; best last-layer prefix-matching head"
+        what = "no induction head:\nbest last-layer prefix-matching head"
     model = induct.Model.load(os.path.join(run, main_name, "final.safetensors"))
     toks = summary["attention_probe_tokens"]
     pattern = model.attention(toks)
     byte_level = summary["config"]["data"]["kind"].startswith("text")
     induct.plot.attention(pattern, os.path.join(run, "attention.png"), tokens=toks,
                           labels=byte_label if byte_level else None, layer=layer, head=head,
-                          title=f"{main_name} head {layer}.{head} ({what}), "
-                                f"prefix matching {pm_final[layer, head]:.2f}")
+                          title=f"{main_name} head {layer}.{head}, {what}\n"
+                                f"prefix matching {pm_final[layer, head]:.2f}; "
+                                f"40 tokens repeated")
     written.append(os.path.join(run, "attention.png"))
 
     # ---- ablation.png: Δicl per head, zero and pattern-preserving, every model ----

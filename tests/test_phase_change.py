@@ -72,6 +72,38 @@ def test_jobs_do_not_change_results(runs):
         assert a == b, name
 
 
+def test_same_training_without_the_program(runs, corpus, tmp_path):
+    """The 2L model trained by the Python bindings' induct_train with no callback and the
+    documented configuration gives the same metrics and weights: the flags mean what the
+    docs say, and the analyses in phase-change's progress callback do not disturb training."""
+    sys.path.insert(0, os.path.join(BUILD, "bindings", "python"))
+    import induct
+    d, _ = runs[1]
+    data = induct.Dataset.text_path(corpus, n_eval_windows=1024, val_fraction=0.1,
+                                    block_tokens=4096, seed=0, bos=0)
+    model = induct.Model(n_layers=2, d_model=8, n_heads=1, d_mlp=0, n_ctx=512, d_vocab=256,
+                         positional="shortformer", layer_norm=1, smeared_keys=0, init="gpt2",
+                         seed=0, n_threads=1)
+    opt = induct.Optimizer(model, "adamw", lr=1e-2, warmup_steps=2)
+    log = str(tmp_path / "m.jsonl")
+    opt.train(data, steps=6, batch=1, seq_len=512, eval_every=2, eval_batch=4,
+              metrics=("loss", "icl_score", "loss_by_position", "prefix_matching",
+                       "previous_token"), metrics_path=log)
+    ours = [json.loads(l) for l in open(log)]
+    theirs = [json.loads(l) for l in open(os.path.join(d, "2L", "metrics.jsonl"))]
+    for r in ours + theirs:
+        r.pop("elapsed_seconds")
+    assert ours == theirs
+    final = induct.Model.load(os.path.join(d, "2L", "final.safetensors"))
+    for name in model.tensor_names():
+        assert np.array_equal(np.asarray(model.get(name)), np.asarray(final.get(name))), name
+    # the per-token loss vectors the program keeps for the PCA come from the same
+    # evaluation set as the driver's log: their context average is the logged curve
+    lv = model.loss_vectors(data, n_seq=4, seq_len=512, chunk=4)
+    np.testing.assert_allclose(np.asarray(lv.average), theirs[-1]["loss_by_position"],
+                               rtol=0, atol=1e-5)
+
+
 def walk_numbers(x, path="$"):
     if isinstance(x, dict):
         for k, v in x.items():
