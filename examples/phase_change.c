@@ -83,6 +83,9 @@ typedef struct options {
     uint64_t pos_seed;       /* --pos-seed: the fixed random position per eval sequence (PCA) */
     uint32_t smooth;         /* --smooth: moving average of the window rule (odd) */
     uint32_t snapshots;      /* --snapshots N: periodic checkpoints (every steps/N) */
+    double thr_induction;    /* --induction-threshold (prefix matching); NAN = library default */
+    double thr_previous;     /* --previous-token-threshold; NAN = library default */
+    double thr_duplicate;    /* --duplicate-threshold; NAN = library default */
     /* execution */
     uint32_t threads;        /* --threads: OpenMP threads per model */
     uint32_t jobs;           /* --jobs: models trained at once */
@@ -99,6 +102,7 @@ static const options DEFAULTS = {
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
     .cosine = 0, .min_lr_ratio = 0.0, .steps = 1500,
     .eval_every = 100, .eval_batch = 64, .pos_seed = 0, .smooth = 3, .snapshots = 4,
+    .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,
     .threads = 1, .jobs = 2, .out = "phase-change-run", .estimate = 1,
 };
 
@@ -267,6 +271,8 @@ static void usage(FILE *f) {
         "          --min-lr-ratio X (%g)  --steps N (%llu)\n"
         "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --pos-seed N (%llu)  --smooth N (%u, odd)\n"
         "          --snapshots N (%u; checkpoints every steps/N, 0 = only step 0 and the end)\n"
+        "          --induction-threshold X  --previous-token-threshold X  --duplicate-threshold X\n"
+        "          (head classes; library defaults)\n"
         "run:      --threads N per model (%u)  --jobs N models at once (%u)  --out DIR (%s)\n"
         "          --no-estimate  --allow-short  --help\n"
         "See docs/phase-change.md.\n",
@@ -367,7 +373,8 @@ static void parse_args(int argc, char **argv, options *o) {
             "--pos-amp", "--smear-alpha-init", "--seed", "--batch", "--lr", "--warmup",
             "--weight-decay", "--grad-clip", "--schedule", "--min-lr-ratio", "--steps",
             "--eval-every", "--eval-batch", "--pos-seed", "--smooth", "--snapshots", "--threads",
-            "--jobs", "--out", NULL};
+            "--jobs", "--out", "--induction-threshold", "--previous-token-threshold",
+            "--duplicate-threshold", NULL};
         int found = 0;
         for (int k = 0; known[k]; k++) found |= !strcmp(a, known[k]);
         if (!found) bad_input("unknown flag '%s'", a);
@@ -428,6 +435,9 @@ static void parse_args(int argc, char **argv, options *o) {
             o->smooth = (uint32_t)parse_u64(a, v, 1, 1001);
             if (o->smooth % 2 == 0) bad_input("--smooth must be odd, got %u", o->smooth);
         } else if (!strcmp(a, "--snapshots")) o->snapshots = (uint32_t)parse_u64(a, v, 0, 1 << 20);
+        else if (!strcmp(a, "--induction-threshold")) o->thr_induction = parse_f64(a, v, 1e-9, 1);
+        else if (!strcmp(a, "--previous-token-threshold")) o->thr_previous = parse_f64(a, v, 1e-9, 1);
+        else if (!strcmp(a, "--duplicate-threshold")) o->thr_duplicate = parse_f64(a, v, 1e-9, 1);
         else if (!strcmp(a, "--threads")) o->threads = (uint32_t)parse_u64(a, v, 1, 1024);
         else if (!strcmp(a, "--jobs")) o->jobs = (uint32_t)parse_u64(a, v, 1, MAX_MODELS);
         else if (!strcmp(a, "--out")) {
@@ -968,15 +978,18 @@ static int analyse(job *j) {
           *dup = xcalloc(NH, sizeof *dup);
     uint32_t *labels = xcalloc(NH, sizeof *labels);
     size_t len;
+    induct_classify_config cc;
+    induct_classify_config_init(&cc, sizeof cc);
+    if (!isnan(o->thr_induction)) cc.induction = o->thr_induction;
+    if (!isnan(o->thr_previous)) cc.previous_token = o->thr_previous;
+    if (!isnan(o->thr_duplicate)) cc.duplicate = o->thr_duplicate;
     if ((rc = induct_analysis_previous_token_score(j->m, sh->d, sh->E, sh->T, pt, NH, &len)) ||
         (rc = induct_analysis_prefix_matching(j->m, NULL, pm, NH, &len)) ||
         (rc = induct_analysis_duplicate_token(j->m, NULL, dup, NH, &len)) ||
-        (rc = induct_analysis_classify_heads(pt, pm, dup, NULL, NH, NULL, labels, NH, &len))) {
+        (rc = induct_analysis_classify_heads(pt, pm, dup, NULL, NH, &cc, labels, NH, &len))) {
         job_fail(j, rc, "head scores");
         return 1;
     }
-    induct_classify_config cc;
-    induct_classify_config_init(&cc, sizeof cc);
     cJSON *hd = cJSON_AddObjectToObject(ms, "heads");
     cJSON *ind = cJSON_AddArrayToObject(hd, "induction");
     cJSON *prev = cJSON_AddArrayToObject(hd, "previous_token");

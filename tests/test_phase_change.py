@@ -104,6 +104,57 @@ def test_same_training_without_the_program(runs, corpus, tmp_path):
                                rtol=0, atol=1e-5)
 
 
+def test_head_classes_and_ablation_match_bindings(corpus, tmp_path):
+    """Head labels follow the classification rule with the given thresholds, and the
+    ablation numbers equal those of the Python bindings on the saved final model. A tiny
+    induction threshold makes heads "induction" so that the induction-set ablation runs."""
+    sys.path.insert(0, os.path.join(BUILD, "bindings", "python"))
+    import induct
+    d = str(tmp_path / "abl")
+    r = run(["--text", corpus, "--out", d] + TINY +
+            ["--models", "2L", "--heads", "2", "--induction-threshold", "0.01"])
+    assert r.returncode == 0, r.stderr
+    m = json.load(open(os.path.join(d, "summary.json")))["models"]["2L"]
+    hd, ab = m["heads"], m["ablation"]
+    thr = {"previous_token": 0.4, "induction": 0.01, "duplicate": 0.4}
+    assert hd["thresholds"] == thr
+    induction = []
+    for l in range(2):
+        for h in range(2):
+            scores = {"previous_token": hd["previous_token"][l][h],
+                      "induction": hd["prefix_matching"][l][h],
+                      "duplicate": hd["duplicate_token"][l][h]}
+            cands = [(scores[k] - thr[k], -i, k) for i, k in
+                     enumerate(("induction", "previous_token", "duplicate"))
+                     if scores[k] >= thr[k]]
+            want = max(cands)[2] if cands else "other"
+            assert hd["labels"][l][h] == want
+            if want == "induction":
+                induction.append((l, h))
+    assert induction and hd["induction"] == [f"{l}.{h}" for l, h in induction]
+
+    data = induct.Dataset.text_path(corpus, n_eval_windows=1024, block_tokens=4096)
+    model = induct.Model.load(os.path.join(d, "2L", "final.safetensors"))
+    ev = dict(n_seq=4, seq_len=512, chunk=4)
+    for key, pp in (("delta_icl_zero", False), ("delta_icl_zero_preserve_patterns", True)):
+        att = model.ablation_attribution(data, mode="zero", preserve_patterns=pp, **ev)
+        np.testing.assert_allclose(np.asarray(att.delta), ab[key], rtol=0, atol=1e-6)
+    clean = model.icl_score(data, **ev)
+    assert ab["icl_clean"] == pytest.approx(clean, abs=1e-6)
+    for key, pp in (("icl_induction_heads_ablated", False),
+                    ("icl_induction_heads_ablated_preserve_patterns", True)):
+        with model.ablate(induction, mode="zero", preserve_patterns=pp):
+            assert ab[key] == pytest.approx(model.icl_score(data, **ev), abs=1e-9)
+    if clean < 0:
+        assert ab["fraction_removed_by_induction_heads"] == pytest.approx(
+            (clean - ab["icl_induction_heads_ablated"]) / clean, abs=1e-6)
+    else:
+        assert ab["fraction_removed_by_induction_heads"] is None
+    others = [(l, h) for l in range(2) for h in range(2) if (l, h) not in induction]
+    if not others or clean >= 0:
+        assert ab["max_fraction_removed_by_other_head"] is None
+
+
 def walk_numbers(x, path="$"):
     if isinstance(x, dict):
         for k, v in x.items():
