@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Figures of a phase-change run (examples/phase_change.c, docs/phase-change.md).
+
+Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
+
+Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/2L/final.safetensors and
+writes four PNG files into RUN_DIR:
+  phase_change.png  ICL score and the largest last-layer prefix-matching score against
+                    training tokens, every model, detected windows shaded, the paper's
+                    0.15-nats line;
+  attention.png     attention pattern of the 2-layer model's strongest induction head on
+                    a repeated passage (40 tokens of held-out text, twice);
+  ablation.png      ICL-score change per ablated head (zero and pattern-preserving);
+  pca.png           per-token-loss PCA trajectories of every model.
+The `induct` package is taken from BUILD_DIR/bindings/python (default: the `build`
+directory next to this script's parent, or $INDUCT_BUILD_DIR), else from the installed one.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+
+def _find_induct(build):
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [build, os.environ.get("INDUCT_BUILD_DIR"), os.path.join(here, "..", "build")]
+    for c in candidates:
+        if c and os.path.isdir(os.path.join(c, "bindings", "python", "induct")):
+            sys.path.insert(0, os.path.abspath(os.path.join(c, "bindings", "python")))
+            break
+    import induct  # noqa: E402  (the installed package when no build tree is found)
+    return induct
+
+
+def read_jsonl(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def byte_label(t):
+    if t >= 256:
+        return "<bos>"
+    c = chr(t)
+    if c == "\n":
+        return "\\n"
+    if c == " ":
+        return "␣"
+    return c if c.isprintable() else f"x{t:02x}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Figures of a phase-change run")
+    ap.add_argument("run_dir")
+    ap.add_argument("--build", default=None, help="meson build directory (bindings/python)")
+    args = ap.parse_args()
+    induct = _find_induct(args.build)
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    run = args.run_dir
+    summary = json.load(open(os.path.join(run, "summary.json"), encoding="utf-8"))
+    records = read_jsonl(os.path.join(run, "metrics.jsonl"))
+    order = summary["model_order"]
+    models = summary["models"]
+    heads = summary["config"]["model"]["n_heads"]
+    rules = summary["rules"]
+    written = []
+
+    def save(fig, name):
+        path = os.path.join(run, name)
+        FigureCanvasAgg(fig)
+        fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+        written.append(path)
+
+    # ---- phase_change.png: ICL and last-layer prefix matching vs tokens, all models ----
+    fig = Figure(figsize=(8, 7))
+    ax_icl, ax_pm, ax_loss = fig.subplots(3, 1, sharex=True)
+    for i, name in enumerate(order):
+        recs = [r for r in records if r["model"] == name]
+        color = f"C{i % 10}"
+        tok = np.array([r["tokens"] for r in recs], dtype=float)
+        icl = [r.get("icl_score") for r in recs]
+        if any(v is None for v in icl):  # short contexts: the run's own ICL series is not logged
+            icl = [math.nan] * len(recs)
+        L = models[name]["n_layers"]
+        pm = np.array([np.asarray(r["prefix_matching_score"], dtype=float)[L - 1].max()
+                       for r in recs])
+        ax_icl.plot(tok, icl, marker=".", color=color, label=name)
+        ax_pm.plot(tok, pm, marker=".", color=color, label=name)
+        ax_loss.plot(tok, [r.get("eval_loss") for r in recs], marker=".", color=color, label=name)
+        w = models[name]["window"]
+        if w["found"]:
+            for ax in (ax_icl, ax_pm, ax_loss):
+                ax.axvspan(w["start_tokens"], w["end_tokens"], color=color, alpha=0.15, lw=0)
+    ax_icl.axhline(-rules["icl_before_max"], color="0.3", ls="--", lw=1,
+                   label=f"−{rules['icl_before_max']} nats")
+    ax_icl.axhline(0.0, color="0.6", lw=0.8)
+    ax_icl.set_ylabel("ICL score (nats)\n(token 500 − token 50)")
+    ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
+    chance = summary["config"]["evaluation"].get("prefix_matching_chance")
+    if chance is not None:
+        ax_pm.axhline(chance, color="0.6", ls=":", lw=1, label="uniform attention")
+    ax_pm.set_ylabel("max prefix matching,\nlast layer")
+    ax_loss.set_ylabel("eval loss (nats)")
+    ax_loss.set_xlabel("training tokens (shaded: detected phase-change windows)")
+    for ax in (ax_icl, ax_pm, ax_loss):
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small", loc="best")
+    fig.suptitle("Phase change: " + os.path.basename(str(summary["config"]["data"]["path"])))
+    fig.tight_layout()
+    save(fig, "phase_change.png")
+
+    # ---- attention.png: strongest induction head of the 2-layer model ----
+    main_name = "2L" if "2L" in models else max(order, key=lambda n: models[n]["n_layers"])
+    m = models[main_name]
+    pm_final = np.asarray(m["heads"]["prefix_matching"], dtype=float)
+    labels = m["heads"]["labels"]
+    ind = [(l, h) for l in range(len(labels)) for h in range(heads) if labels[l][h] == "induction"]
+    if ind:
+        layer, head = max(ind, key=lambda lh: pm_final[lh])
+        what = "strongest induction head"
+    else:  # no induction head: show the best prefix-matching head of the last layer
+        layer = pm_final.shape[0] - 1
+        head = int(pm_final[layer].argmax())
+        what = "no induction head:\nbest last-layer prefix-matching head"
+    model = induct.Model.load(os.path.join(run, main_name, "final.safetensors"))
+    toks = summary["attention_probe_tokens"]
+    pattern = model.attention(toks)
+    byte_level = summary["config"]["data"]["kind"].startswith("text")
+    induct.plot.attention(pattern, os.path.join(run, "attention.png"), tokens=toks,
+                          labels=byte_label if byte_level else None, layer=layer, head=head,
+                          title=f"{main_name} head {layer}.{head}, {what}\n"
+                                f"prefix matching {pm_final[layer, head]:.2f}; "
+                                f"40 tokens repeated")
+    written.append(os.path.join(run, "attention.png"))
+
+    # ---- ablation.png: Δicl per head, zero and pattern-preserving, every model ----
+    fig = Figure(figsize=(max(6.0, 0.5 * sum(models[n]["n_layers"] * heads for n in order) + 2),
+                          2.6 * len(order) + 0.6))
+    axes = fig.subplots(len(order), 1, squeeze=False)[:, 0]
+    for ax, name in zip(axes, order):
+        ab = models[name]["ablation"]
+        z = np.asarray(ab["delta_icl_zero"], dtype=float).reshape(-1)
+        pp = np.asarray(ab["delta_icl_zero_preserve_patterns"], dtype=float).reshape(-1)
+        L = models[name]["n_layers"]
+        names = [f"{l}.{h}" + ("*" if models[name]["heads"]["labels"][l][h] == "induction"
+                               else "") for l in range(L) for h in range(heads)]
+        x = np.arange(z.size)
+        ax.bar(x - 0.2, z, width=0.4, label="zero ablation", color="tab:blue")
+        ax.bar(x + 0.2, pp, width=0.4, label="zero, patterns preserved", color="tab:orange")
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=90 if z.size > 16 else 0, fontsize="small")
+        ax.axhline(0.0, color="0.3", lw=0.8)
+        frac = ab.get("fraction_removed_by_induction_heads")
+        sub = f"clean ICL {ab['icl_clean']:+.3f} nats" if ab["icl_clean"] is not None else ""
+        if frac is not None:
+            sub += f"; induction heads (*) together remove {100 * frac:.0f}%"
+        ax.set_title(f"{name}: {sub}", fontsize="medium")
+        ax.set_ylabel("Δ ICL score (nats)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize="small")
+    axes[-1].set_xlabel("head (layer.head; positive = the head helps in-context learning)")
+    fig.tight_layout()
+    save(fig, "ablation.png")
+
+    # ---- pca.png: per-token-loss trajectories ----
+    pca = summary["pca"]
+    traj = {n: np.array([[p["pc1"], p["pc2"]] for p in models[n]["pca_trajectory"]], dtype=float)
+            for n in order if models[n].get("pca_trajectory")}
+    path = os.path.join(run, "pca.png")
+    if traj and "explained_variance" in pca:
+        res = induct.PCA(None, None, np.asarray(pca["explained_variance"], dtype=float),
+                         float(pca["total_variance"]))
+        steps = {n: [p["step"] for p in models[n]["pca_trajectory"]] for n in traj}
+        induct.plot.pca_trajectories(traj, path, pca=res, steps=steps,
+                                     title="Per-token loss PCA (all evaluations of all models)")
+    else:
+        fig = Figure(figsize=(6, 2))
+        fig.text(0.5, 0.5, "PCA skipped: " + pca.get("skipped", "no data"), ha="center")
+        save(fig, "pca.png")
+        written.pop()
+    written.append(path)
+    for p in written:
+        print("wrote", p)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+#!/bin/sh
+# The phase change on real text (issue 8): prepare a corpus, run build/examples/phase-change,
+# then draw the figures with examples/plot_phase_change.py. Run after a build
+# (scripts/build.sh build). Every option not listed here goes to phase-change unchanged
+# (its flags: build/examples/phase-change --help, docs/phase-change.md).
+#
+# usage: scripts/phase-change.sh [--corpus kjv|python|PATH] [--bpe N] [--build DIR]
+#                                [--data DIR] [--no-plot] [phase-change flags...]
+#   --corpus kjv     the King James Bible from Debian's bible-kjv (default), byte level
+#   --corpus python  CPython's standard library, every *.py under it, byte level
+#   --corpus PATH    your own text file
+#   --bpe N          word pieces instead of bytes: a sentencepiece BPE tokenizer with N
+#                    pieces (N <= 65535) is trained on the corpus and the corpus is encoded
+#                    line by line into a uint16 token file; each line break becomes the
+#                    extra id N, so d_vocab is N + 1 (docs/phase-change.md, "Word pieces")
+#   --build DIR      meson build directory (default: build)
+#   --data DIR       where prepared corpora are kept and reused (default: DIR/phase-change-data
+#                    under the build directory)
+#   --no-plot        skip the figures
+set -eu
+cd "$(dirname "$0")/.."
+root=$(pwd)
+corpus=kjv bpe="" build=build data="" plot=1 out=phase-change-run
+# the arguments that are not ours, kept in order for phase-change
+n=$#
+while [ "$n" -gt 0 ]; do
+    a=$1
+    shift
+    n=$((n - 1))
+    case "$a" in
+        --corpus|--bpe|--build|--data|--out)
+            [ "$n" -gt 0 ] || { echo "phase-change.sh: $a needs a value" >&2; exit 2; }
+            v=$1
+            shift
+            n=$((n - 1))
+            case "$a" in
+                --corpus) corpus=$v ;;
+                --bpe) bpe=$v ;;
+                --build) build=$v ;;
+                --data) data=$v ;;
+                --out) out=$v ;;
+            esac ;;
+        --no-plot) plot=0 ;;
+        *) set -- "$@" "$a" ;;
+    esac
+done
+exe=$build/examples/phase-change
+[ -x "$exe" ] || { echo "phase-change.sh: $exe not found: build first (scripts/build.sh $build)" >&2; exit 2; }
+[ -n "$data" ] || data=$build/phase-change-data
+mkdir -p "$data"
+py=/usr/bin/python3
+
+# ---- the corpus as text (a file) or as a directory of sources ----
+suffix=""
+case "$corpus" in
+    kjv)
+        text=$data/kjv.txt
+        if [ ! -s "$text" ]; then
+            command -v bible >/dev/null || { echo "phase-change.sh: 'bible' not found: apt-get install bible-kjv" >&2; exit 2; }
+            echo "phase-change.sh: writing $text (bible-kjv)"
+            bible gen1:1-rev22:21 > "$text.tmp"
+            mv "$text.tmp" "$text"
+        fi ;;
+    python)
+        text=$($py -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
+        suffix=.py ;;
+    *)
+        text=$corpus
+        [ -r "$text" ] || { echo "phase-change.sh: cannot read $text" >&2; exit 2; } ;;
+esac
+
+if [ -z "$bpe" ]; then
+    if [ -n "$suffix" ]; then
+        set -- --text "$text" --suffix "$suffix" "$@"
+    else
+        set -- --text "$text" "$@"
+    fi
+else
+    case "$bpe" in
+        ''|*[!0-9]*) echo "phase-change.sh: --bpe needs a number of pieces" >&2; exit 2 ;;
+    esac
+    [ "$bpe" -ge 2 ] && [ "$bpe" -le 65535 ] || { echo "phase-change.sh: --bpe must be in 2..65535" >&2; exit 2; }
+    command -v spm_train >/dev/null || { echo "phase-change.sh: spm_train not found: apt-get install sentencepiece" >&2; exit 2; }
+    name=$(basename "$corpus")
+    plain=$text
+    if [ -n "$suffix" ]; then
+        # one text in the library's document order (byte-wise path order under the directory)
+        plain=$data/$name.txt
+        if [ ! -s "$plain" ]; then
+            (cd "$text" && find . -type f -name "*$suffix" | sed 's|^\./||' | LC_ALL=C sort |
+                while IFS= read -r f; do cat "$f"; done) > "$plain.tmp"
+            mv "$plain.tmp" "$plain"
+        fi
+    fi
+    prefix=$data/$name-bpe$bpe
+    tokens=$prefix.u16
+    if [ ! -s "$tokens" ]; then
+        echo "phase-change.sh: training a $bpe-piece BPE tokenizer on $plain"
+        spm_train --input="$plain" --model_prefix="$prefix" --vocab_size="$bpe" \
+            --model_type=bpe --character_coverage=1.0 --hard_vocab_limit=false \
+            --normalization_rule_name=identity --remove_extra_whitespaces=false \
+            --add_dummy_prefix=false --allow_whitespace_only_pieces=true \
+            --bos_id=-1 --eos_id=-1 --max_sentence_length=65536 \
+            --input_sentence_size=2000000 --shuffle_input_sentence=true \
+            --num_threads=2 --minloglevel=2 >"$prefix.log" 2>&1 ||
+            { cat "$prefix.log" >&2; exit 1; }
+        echo "phase-change.sh: encoding into $tokens (newline = id $bpe)"
+        spm_encode --model="$prefix.model" --output_format=id < "$plain" |
+            $py -c '
+import array, sys
+nl, out = int(sys.argv[1]), sys.argv[2]
+a = array.array("H")
+for line in sys.stdin:
+    a.extend(int(t) for t in line.split())
+    a.append(nl)
+if sys.byteorder != "little":
+    a.byteswap()
+with open(out + ".tmp", "wb") as f:
+    a.tofile(f)
+print(f"phase-change.sh: {len(a)} tokens", file=sys.stderr)
+' "$bpe" "$tokens"
+        mv "$tokens.tmp" "$tokens"
+    fi
+    set -- --tokens "$tokens" --format u16 --d-vocab $((bpe + 1)) "$@"
+fi
+
+"$exe" --out "$out" "$@"
+if [ "$plot" = 1 ]; then
+    $py "$root/examples/plot_phase_change.py" "$out" --build "$build"
+fi
