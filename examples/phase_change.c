@@ -82,6 +82,7 @@ typedef struct options {
     uint32_t eval_batch;     /* --eval-batch: sequences of the evaluation set */
     uint64_t pos_seed;       /* --pos-seed: the fixed random position per eval sequence (PCA) */
     uint32_t smooth;         /* --smooth: moving average of the window rule (odd) */
+    uint32_t icl_band;       /* --icl-band W: ICL estimator averages L over ±W tokens (0 = single tokens) */
     uint32_t snapshots;      /* --snapshots N: periodic checkpoints (every steps/N) */
     double thr_induction;    /* --induction-threshold (prefix matching); NAN = library default */
     double thr_previous;     /* --previous-token-threshold; NAN = library default */
@@ -101,7 +102,7 @@ static const options DEFAULTS = {
     .pos_init = POS_INIT_RANDOM, .pos_amp = 0.3, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
     .cosine = 0, .min_lr_ratio = 0.0, .steps = 1500,
-    .eval_every = 100, .eval_batch = 64, .pos_seed = 0, .smooth = 3, .snapshots = 4,
+    .eval_every = 100, .eval_batch = 64, .pos_seed = 0, .smooth = 3, .icl_band = 5, .snapshots = 4,
     .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,
     .threads = 1, .jobs = 2, .out = "phase-change-run", .estimate = 1,
 };
@@ -372,7 +373,7 @@ static void parse_args(int argc, char **argv, options *o) {
             "--heads", "--seq-len", "--ln", "--positional", "--init", "--init-std", "--pos-init",
             "--pos-amp", "--smear-alpha-init", "--seed", "--batch", "--lr", "--warmup",
             "--weight-decay", "--grad-clip", "--schedule", "--min-lr-ratio", "--steps",
-            "--eval-every", "--eval-batch", "--pos-seed", "--smooth", "--snapshots", "--threads",
+            "--eval-every", "--eval-batch", "--pos-seed", "--smooth", "--icl-band", "--snapshots", "--threads",
             "--jobs", "--out", "--induction-threshold", "--previous-token-threshold",
             "--duplicate-threshold", NULL};
         int found = 0;
@@ -431,6 +432,7 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--eval-every")) o->eval_every = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-batch")) o->eval_batch = (uint32_t)parse_u64(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--pos-seed")) o->pos_seed = parse_u64(a, v, 0, UINT64_MAX);
+        else if (!strcmp(a, "--icl-band")) o->icl_band = (uint32_t)parse_u64(a, v, 0, 1000);
         else if (!strcmp(a, "--smooth")) {
             o->smooth = (uint32_t)parse_u64(a, v, 1, 1001);
             if (o->smooth % 2 == 0) bad_input("--smooth must be odd, got %u", o->smooth);
@@ -501,7 +503,8 @@ static void on_sigint(int sig) {
 /* What we read back from a model's metrics log. */
 typedef struct series {
     size_t n;
-    double *step, *tokens, *loss, *icl;
+    double *step, *tokens, *loss, *icl; /* icl: the band estimator (--icl-band) */
+    double *icl_token;         /* the single-token ICL score L[499] − L[49] */
     float *pm, *pt;            /* [n][n_layers*n_heads] */
 } series;
 
@@ -519,7 +522,8 @@ struct job {
     size_t n_ev, cap_ev;
     uint64_t *ev_step;
     float *ev_vec;             /* [n_ev][E] loss at each sequence's fixed random position */
-    double *ev_icl;            /* from the context-index average */
+    double *ev_icl;            /* from the context-index average: L[late-1] - L[early-1] */
+    double *ev_icl_band;       /* the same with L averaged over ±icl_band tokens */
     float *avg_buf;            /* [T-1] scratch */
     /* failure */
     int rc;
@@ -584,6 +588,17 @@ static void end_progress_line(shared *sh) {
 
 /* ---- training callback: per-token loss vectors at every evaluation ---- */
 
+/* ICL score from a context-index average L[0 .. T-2]: mean of L over the 2w+1 indices
+ * centred on late−1 minus the same around early−1 (w = 0: L[late−1] − L[early−1]). */
+static double band_icl(const float *avg, uint32_t early, uint32_t late, uint32_t w) {
+    double a = 0, b = 0;
+    for (uint32_t k = 0; k <= 2 * w; k++) {
+        a += avg[late - 1 - w + k];
+        b += avg[early - 1 - w + k];
+    }
+    return (a - b) / (double)(2 * w + 1);
+}
+
 static int on_progress(const induct_progress *p, void *ud) {
     job *j = ud;
     shared *sh = j->sh;
@@ -596,7 +611,9 @@ static int on_progress(const induct_progress *p, void *ud) {
             if (v) j->ev_vec = v;
             double *ic = realloc(j->ev_icl, cap * sizeof *ic);
             if (ic) j->ev_icl = ic;
-            if (!st || !v || !ic) {
+            double *ib = realloc(j->ev_icl_band, cap * sizeof *ib);
+            if (ib) j->ev_icl_band = ib;
+            if (!st || !v || !ic || !ib) {
                 j->rc = INDUCT_ENOMEM;
                 snprintf(j->err, sizeof j->err, "[%s] out of memory", j->spec.name);
                 return 1;
@@ -613,6 +630,7 @@ static int on_progress(const induct_progress *p, void *ud) {
         j->ev_step[j->n_ev] = p->step;
         j->ev_icl[j->n_ev] =
             (double)j->avg_buf[sh->late - 1] - (double)j->avg_buf[sh->early - 1];
+        j->ev_icl_band[j->n_ev] = band_icl(j->avg_buf, sh->early, sh->late, sh->o->icl_band);
         j->n_ev++;
     }
     pthread_mutex_lock(&sh->mu);
@@ -620,7 +638,7 @@ static int on_progress(const induct_progress *p, void *ud) {
     j->tok_s = p->tokens_per_second;
     if (p->events & INDUCT_TRAIN_EVENT_EVAL) {
         j->last_eval_loss = p->eval_loss;
-        j->last_icl = j->ev_icl[j->n_ev - 1];
+        j->last_icl = j->ev_icl_band[j->n_ev - 1];
         if (!sh->tty) {
             char eta[32];
             fmt_duration(p->eta_seconds, eta, sizeof eta);
@@ -799,6 +817,23 @@ static size_t last_at_or_before(const series *s, double t) {
     return k;
 }
 
+/* The run's ICL estimate (band_icl of the context-index average over the evaluation set)
+ * with the heads `idx[0..n)` (flat layer·n_heads + head) zero-ablated; the ablations are
+ * cleared again before returning (the preserve-patterns switch is left as it is). */
+static int ablated_icl(job *j, const uint32_t *idx, uint32_t n, double *out) {
+    shared *sh = j->sh;
+    const uint32_t H = sh->o->heads;
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !rc; i++)
+        rc = induct_model_ablate_head(j->m, idx[i] / H, idx[i] % H, INDUCT_ABLATE_ZERO);
+    if (!rc)
+        rc = induct_analysis_loss_vectors(j->m, sh->d, &sh->ec, NULL, 0, j->avg_buf, sh->T - 1);
+    int rc2 = induct_model_clear_ablations(j->m);
+    if (!rc) rc = rc2;
+    if (!rc) *out = band_icl(j->avg_buf, sh->early, sh->late, sh->o->icl_band);
+    return rc;
+}
+
 static int analyse(job *j) {
     shared *sh = j->sh;
     const options *o = sh->o;
@@ -822,9 +857,15 @@ static int analyse(job *j) {
                  j->spec.name, s->n, j->n_ev);
         return 1;
     }
-    /* ICL series: the driver's icl_score, or (short contexts) the callback's value */
-    for (size_t i = 0; i < s->n; i++)
-        if (!sh->icl_metric || !isfinite(s->icl[i])) s->icl[i] = j->ev_icl[i];
+    /* ICL series. icl_token: the driver's icl_score (DEFINITIONS: L[499] − L[49]), or (short
+     * contexts) the callback's value from the same average curve. The window and the checks
+     * use the band estimator (--icl-band W: mean of L over the 2W+1 tokens centred on each
+     * index), a lower-variance estimate of the same quantity; W = 0 is the single-token one. */
+    s->icl_token = xcalloc(s->n, sizeof *s->icl_token);
+    for (size_t i = 0; i < s->n; i++) {
+        s->icl_token[i] = sh->icl_metric && isfinite(s->icl[i]) ? s->icl[i] : j->ev_icl[i];
+        s->icl[i] = j->ev_icl_band[i];
+    }
 
     cJSON_AddStringToObject(ms, "name", j->spec.name);
     cJSON_AddNumberToObject(ms, "n_layers", L);
@@ -888,6 +929,11 @@ static int analyse(job *j) {
     j->icl_after = s->icl[ai];
     j->pm_max_any = pm_any;
     add_num(ms, "icl_before", j->icl_before);
+    add_num(ms, "icl_token_before", s->icl_token[bi]);
+    add_num(ms, "icl_token_after", s->icl_token[ai]);
+    cJSON_AddStringToObject(ms, "icl_estimator",
+                            o->icl_band ? "band: mean L over ±icl_band tokens around each index"
+                                        : "single tokens (DEFINITIONS)");
     add_num(ms, "icl_before_step", s->step[bi]);
     cJSON_AddStringToObject(ms, "icl_before_rule",
                             found ? "last evaluation at or before the window start"
@@ -1023,33 +1069,36 @@ static int analyse(job *j) {
     cJSON_AddStringToObject(hd, "note", "classified without copying scores (the empirical "
                                         "copying score mislabels induction heads)");
 
-    /* ---- ablation ---- */
+    /* ---- ablation: the ICL score (the run's estimator) of the context-index average with
+     * one head, or all induction heads, zero-ablated; plain and pattern-preserving ---- */
     float *dz = xcalloc(NH, sizeof *dz), *dpp = xcalloc(NH, sizeof *dpp);
-    double icl_clean = NAN, icl_clean_pp = NAN;
-    if ((rc = induct_analysis_ablation_attribution(j->m, sh->d, &sh->ec, INDUCT_ABLATE_ZERO, dz,
-                                                   NH, &len, &icl_clean)) ||
-        (rc = induct_analysis_ablation_attribution(
-             j->m, sh->d, &sh->ec, INDUCT_ABLATE_ZERO | INDUCT_ABLATE_PRESERVE_PATTERNS, dpp, NH,
-             &len, &icl_clean_pp))) {
-        job_fail(j, rc, "ablation attribution");
-        return 1;
+    double icl_clean = NAN, icl_clean_pp = NAN, icl_ind = NAN, icl_ind_pp = NAN;
+    rc = 0;
+    for (int pp = 0; pp < 2 && !rc; pp++) {
+        double *clean = pp ? &icl_clean_pp : &icl_clean, *ind = pp ? &icl_ind_pp : &icl_ind;
+        float *delta = pp ? dpp : dz;
+        if ((rc = induct_model_set_preserve_patterns(j->m, (uint32_t)pp))) break;
+        if ((rc = ablated_icl(j, NULL, 0, clean))) break;
+        for (uint32_t i = 0; i < NH && !rc; i++) {
+            double v;
+            rc = ablated_icl(j, &i, 1, &v);
+            delta[i] = (float)(v - *clean);
+        }
+        if (!rc && j->n_induction > 0) {
+            uint32_t *set = xcalloc(NH, sizeof *set), n = 0;
+            for (uint32_t i = 0; i < NH; i++)
+                if (labels[i] == INDUCT_HEAD_INDUCTION) set[n++] = i;
+            rc = ablated_icl(j, set, n, ind);
+            free(set);
+        }
     }
-    double icl_ind = NAN, icl_ind_pp = NAN;
-    if (j->n_induction > 0) {
-        for (int pp = 0; pp < 2; pp++) {
-            if (pp && (rc = induct_model_set_preserve_patterns(j->m, 1))) break;
-            for (uint32_t i = 0; i < NH && !rc; i++)
-                if (labels[i] == INDUCT_HEAD_INDUCTION)
-                    rc = induct_model_ablate_head(j->m, i / H, i % H, INDUCT_ABLATE_ZERO);
-            if (!rc) rc = induct_analysis_icl_score(j->m, sh->d, &sh->ec, pp ? &icl_ind_pp : &icl_ind);
-            int rc2 = induct_model_clear_ablations(j->m);
-            if (!rc) rc = rc2;
-            if (rc) break;
-        }
-        if (rc) {
-            job_fail(j, rc, "ablating the induction heads");
-            return 1;
-        }
+    {
+        int rc2 = induct_model_set_preserve_patterns(j->m, 0);
+        if (!rc) rc = rc2;
+    }
+    if (rc) {
+        job_fail(j, rc, "ablation");
+        return 1;
     }
     /* fraction of the ICL score removed: (icl_clean − icl_ablated) / icl_clean, defined
      * only when icl_clean < 0 (context helps) */
@@ -1088,7 +1137,8 @@ static int analyse(job *j) {
     cJSON_AddStringToObject(ab, "fraction_rule",
         "(icl_clean - icl_ablated) / icl_clean, defined when icl_clean < 0; 1 = all of the "
         "ICL score removed, 0 = none, negative = ablation strengthens it; a single head's "
-        "fraction is -delta_icl_zero / icl_clean");
+        "fraction is -delta_icl_zero / icl_clean; every ICL value here is the run's estimator "
+        "(config.evaluation.icl_band) on the context-index average over the evaluation set");
     cJSON_AddStringToObject(ab, "unit", "nats (icl and delta); fractions are ratios");
     free(pt);
     free(pm);
@@ -1481,7 +1531,8 @@ int main(int argc, char **argv) {
     sh.T = o.seq_len;
     sh.E = o.eval_batch;
     sh.icl_metric = sh.T >= 501;
-    sh.late = sh.T >= 501 ? 500 : sh.T - 1;
+    /* short contexts (--allow-short): the last index whose band still fits */
+    sh.late = sh.T >= 501 + o.icl_band ? 500 : (sh.T > 1 + o.icl_band ? sh.T - 1 - o.icl_band : 1);
     sh.early = sh.T >= 501 ? 50 : (sh.late / 10 ? sh.late / 10 : 1);
     induct_eval_config_init(&sh.ec, sizeof sh.ec);
     sh.ec.n_seq = sh.E; /* the training driver's evaluation set: batch 0 of the eval split */
@@ -1492,6 +1543,10 @@ int main(int argc, char **argv) {
     sh.ec.early = sh.early;
     sh.ec.late = sh.late;
     sh.ec.pos_seed = o.pos_seed;
+    if (o.icl_band >= sh.early || sh.late - 1 + o.icl_band > sh.T - 2)
+        bad_input("--icl-band %u does not fit: the bands around tokens %u and %u need "
+                  "--icl-band < %u and <= %u", o.icl_band, sh.early, sh.late, sh.early,
+                  sh.T - 1 - sh.late);
     sh.tty = isatty(2);
     pthread_mutex_init(&sh.mu, NULL);
     sh.n_jobs = n_models;
@@ -1523,15 +1578,10 @@ int main(int argc, char **argv) {
     const double tok_model = (double)o.steps * o.batch * sh.T;
     printf("phase-change (libinduct %s)\n", induct_version_string());
     printf("data: %s%s%s: %llu train tokens, %llu held out, d_vocab %u; evaluation set: %u of "
-           "%llu fixed windows of %u tokens\n", o.text ? o.text : o.tokens,
+           "%llu fixed windows of %u tokens, spread over the held-out text\n", o.text ? o.text : o.tokens,
            o.suffix ? " *" : "", o.suffix ? o.suffix : "", (unsigned long long)n_train,
            (unsigned long long)n_val, induct_dataset_d_vocab(d), sh.E,
            (unsigned long long)n_windows, sh.T);
-    if ((uint64_t)sh.E < n_windows)
-        printf("note: the evaluation set is the first %u of the %llu windows, which cover only "
-               "the first %.2g%% of the held-out stream (raise --eval-batch to %llu to use "
-               "them all)\n", sh.E, (unsigned long long)n_windows,
-               100.0 * sh.E / (double)n_windows, (unsigned long long)n_windows);
     printf("models: %s — attention-only, d_model %u, %u heads, n_ctx %u, LN %s, positions %s "
            "(%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads, sh.T,
            o.ln ? "on" : "off",
@@ -1700,6 +1750,7 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(ecfg, "icl_late_token", sh.late);
     cJSON_AddNumberToObject(ecfg, "pos_seed", (double)o.pos_seed);
     cJSON_AddNumberToObject(ecfg, "smooth", o.smooth);
+    cJSON_AddNumberToObject(ecfg, "icl_band", o.icl_band);
     cJSON_AddNumberToObject(ecfg, "snapshots", o.snapshots);
     {
         /* prefix-matching under uniform attention on the default probe (BOS + 25 × 4):
@@ -1791,11 +1842,13 @@ int main(int argc, char **argv) {
         free(j->ev_step);
         free(j->ev_vec);
         free(j->ev_icl);
+        free(j->ev_icl_band);
         free(j->avg_buf);
         free(j->s.step);
         free(j->s.tokens);
         free(j->s.loss);
         free(j->s.icl);
+        free(j->s.icl_token);
         free(j->s.pm);
         free(j->s.pt);
     }

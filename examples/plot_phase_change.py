@@ -67,6 +67,15 @@ def main():
     heads = summary["config"]["model"]["n_heads"]
     rules = summary["rules"]
     written = []
+    ev = summary["config"]["evaluation"]
+
+    def band_icl(rec, ev):
+        """The run's ICL estimator (phase_change.c, band_icl) from the logged curve."""
+        lbp, w = rec.get("loss_by_position"), int(ev.get("icl_band", 0))
+        if not lbp:
+            return math.nan
+        late, early = ev["icl_late_token"] - 1, ev["icl_early_token"] - 1
+        return (sum(lbp[late - w:late + w + 1]) - sum(lbp[early - w:early + w + 1])) / (2 * w + 1)
 
     def save(fig, name):
         path = os.path.join(run, name)
@@ -81,9 +90,10 @@ def main():
         recs = [r for r in records if r["model"] == name]
         color = f"C{i % 10}"
         tok = np.array([r["tokens"] for r in recs], dtype=float)
-        icl = [r.get("icl_score") for r in recs]
-        if any(v is None for v in icl):  # short contexts: the run's own ICL series is not logged
-            icl = [math.nan] * len(recs)
+        icl = [band_icl(r, ev) for r in recs]
+        icl_token = [r.get("icl_score") for r in recs]
+        if not any(v is None for v in icl_token):
+            ax_icl.plot(tok, icl_token, ls=":", lw=0.8, color=color, alpha=0.7)
         L = models[name]["n_layers"]
         pm = np.array([np.asarray(r["prefix_matching_score"], dtype=float)[L - 1].max()
                        for r in recs])
@@ -97,7 +107,8 @@ def main():
     ax_icl.axhline(-rules["icl_before_max"], color="0.3", ls="--", lw=1,
                    label=f"−{rules['icl_before_max']} nats")
     ax_icl.axhline(0.0, color="0.6", lw=0.8)
-    ax_icl.set_ylabel("ICL score (nats)\n(token 500 − token 50)")
+    ax_icl.set_ylabel(f"ICL score (nats), token {ev['icl_late_token']} − {ev['icl_early_token']}\n"
+                      f"(solid: mean over ±{ev.get('icl_band', 0)} tokens; dotted: single tokens)")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
     chance = summary["config"]["evaluation"].get("prefix_matching_chance")
     if chance is not None:
