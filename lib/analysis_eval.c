@@ -188,6 +188,34 @@ int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
     return rc;
 }
 
+/* Both read-outs of the training driver from one pass: the loss by position (as
+ * induct__analysis_loss_by_position) and the ICL score, bit-identical to
+ * induct__analysis_icl_score (the same sums in the same order). */
+int induct__analysis_lbp_icl(induct_model *m, const induct_dataset *d,
+                             const induct_eval_config *cfg, float *out, size_t out_cap,
+                             double *icl_out) {
+    const char *fn = "induct_analysis_loss_by_position";
+    induct__eval ev;
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 1, fn));
+    uint32_t T1 = ev.T - 1;
+    size_t len;
+    int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, &len);
+    double *sum = NULL;
+    if (rc == INDUCT_OK) {
+        sum = malloc((size_t)T1 * sizeof *sum);
+        if (!sum) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+    }
+    if (rc == INDUCT_OK) rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
+    if (rc == INDUCT_OK) {
+        for (uint32_t p = 0; p < T1; p++)
+            out[p] = (float)(sum[p] / ev.n_seq);
+        *icl_out = sum[ev.t] / ev.n_seq - sum[ev.e] / ev.n_seq;
+    }
+    free(sum);
+    induct__eval_close(&ev);
+    return rc;
+}
+
 /* pos_i uniform in [0, T-2], a pure function of (seed, i, T). */
 static void positions(uint64_t seed, uint32_t n, uint32_t T, uint32_t *out) {
     for (uint32_t i = 0; i < n; i++) {

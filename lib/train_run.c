@@ -182,7 +182,18 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
     INDUCT_TRY(eval_set(r, &ec));
     /* icl_score: L[late-1] - L[early-1] averaged over the evaluation set, nats (ICL paper,
      * "Key Concepts"; defaults 500th and 50th token, so seq_len must be >= 501) */
-    if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) {
+    const uint32_t both = INDUCT_TRAIN_METRIC_ICL_SCORE | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION;
+    if ((want & both) == both && rec) {
+        /* one pass for both (the ICL score is bit-identical to the separate call) */
+        float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
+        INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
+        double icl;
+        int rc = induct__analysis_lbp_icl(m, r->d, &ec, lbp, T - 1, &icl);
+        if (rc == INDUCT_OK) rc = add_num(rec, "icl_score", icl, 0);
+        if (rc == INDUCT_OK) rc = add_list(rec, "loss_by_position", lbp, T - 1);
+        free(lbp);
+        INDUCT_TRY(rc);
+    } else if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) {
         if (!rec) {
             induct_eval_config chk;
             INDUCT_TRY(induct__eval_config(&chk, m, &ec, 1, "induct_train (metric 'icl_score')"));
@@ -193,7 +204,7 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         }
     }
     /* loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
-    if (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION) {
+    if ((want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION) && (want & both) != both) {
         if (rec) {
             float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
             INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
