@@ -4,12 +4,17 @@
 # (scripts/build.sh build). Every option not listed here goes to phase-change unchanged
 # (its flags: build/examples/phase-change --help, docs/phase-change.md).
 #
-# usage: scripts/phase-change.sh [--corpus kjv|python|PATH] [--bpe N] [--build DIR]
-#                                [--data DIR] [--no-plot] [phase-change flags...]
-#   --corpus kjv     the King James Bible from Debian's bible-kjv (default), byte level
-#   --corpus python  CPython's standard library, every *.py under it, byte level
+# usage: scripts/phase-change.sh [--full] [--corpus kjv|python|PATH] [--bpe N|--bytes]
+#                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
+#   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
+#                    phase-change defaults (4 models, 1500 steps; about 6 min on 2 cores)
+#   --full           the long run: 12000 steps (49 M tokens per model), evaluation every 250
+#                    steps on 512 windows (about an hour on 2 cores; docs/phase-change.md)
+#   --corpus python  CPython's standard library, every *.py under it (default)
+#   --corpus kjv     the King James Bible from Debian's bible-kjv
 #   --corpus PATH    your own text file
-#   --bpe N          word pieces instead of bytes: a sentencepiece BPE tokenizer with N
+#   --bytes          byte-level tokens instead of word pieces
+#   --bpe N          word pieces (default N = 2048): a sentencepiece BPE tokenizer with N
 #                    pieces (N <= 65535) is trained on the corpus and the corpus is encoded
 #                    line by line into a uint16 token file; each line break becomes the
 #                    extra id N, so d_vocab is N + 1 (docs/phase-change.md, "Word pieces")
@@ -20,7 +25,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
-corpus=kjv bpe="" build=build data="" plot=1 out=phase-change-run
+corpus=python bpe=2048 build=build data="" plot=1 out=phase-change-run full=0
 # the arguments that are not ours, kept in order for phase-change
 n=$#
 while [ "$n" -gt 0 ]; do
@@ -41,6 +46,8 @@ while [ "$n" -gt 0 ]; do
                 --out) out=$v ;;
             esac ;;
         --no-plot) plot=0 ;;
+        --bytes) bpe="" ;;
+        --full) full=1 ;;
         *) set -- "$@" "$a" ;;
     esac
 done
@@ -124,6 +131,10 @@ print(f"phase-change.sh: {len(a)} tokens", file=sys.stderr)
     set -- --tokens "$tokens" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
 
+if [ "$full" = 1 ]; then
+    # flags given after --full still win (phase-change takes the last value of a flag)
+    set -- --steps 12000 --eval-every 250 --eval-batch 512 --snapshots 12 "$@"
+fi
 "$exe" --out "$out" "$@"
 if [ "$plot" = 1 ]; then
     $py "$root/examples/plot_phase_change.py" "$out" --build "$build"
