@@ -107,8 +107,10 @@ def main():
     ax_icl.axhline(-rules["icl_before_max"], color="0.3", ls="--", lw=1,
                    label=f"−{rules['icl_before_max']} nats")
     ax_icl.axhline(0.0, color="0.6", lw=0.8)
-    ax_icl.set_ylabel(f"ICL score (nats), token {ev['icl_late_token']} − {ev['icl_early_token']}\n"
-                      f"(solid: mean over ±{ev.get('icl_band', 0)} tokens; dotted: single tokens)")
+    ax_icl.set_ylabel("ICL score (nats)")
+    ax_icl.set_title(f"ICL score = loss of token {ev['icl_late_token']} − token "
+                     f"{ev['icl_early_token']}; solid: each averaged over ±{ev.get('icl_band', 0)} "
+                     "tokens, dotted: single tokens", fontsize="small")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
     chance = summary["config"]["evaluation"].get("prefix_matching_chance")
     if chance is not None:
