@@ -1,8 +1,8 @@
 /* phase-change: the phase change of *In-context Learning and Induction Heads* (Olsson
  * et al. 2022, "ICL paper") on real text, with the paper's controls (issue 8).
  *
- * Trains several attention-only models (by default a 2-layer model, a 1-layer control
- * and a 1-layer smeared-key model) on the same data, in the same order, for the same
+ * Trains several attention-only models (by default a 2-layer model, a 1-layer control,
+ * a 1-layer and a 2-layer smeared-key model) on the same data, in the same order, for the same
  * budget; records loss, ICL score, loss by position, per-head prefix-matching and
  * previous-token scores and per-token loss vectors at every evaluation; then reports per
  * model the phase-change window, the ICL score before and after, the induction and
@@ -55,7 +55,7 @@ typedef struct options {
     uint64_t block_tokens;   /* --block-tokens N: unit of the held-out split */
     uint32_t bos;            /* --bos 0|1 (text): a BOS token starts every document */
     /* models */
-    const char *models;      /* --models 2L,1L,1L-smeared */
+    const char *models;      /* --models 2L,1L,1L-smeared,2L-smeared */
     uint32_t d_model;        /* --d-model */
     uint32_t heads;          /* --heads */
     uint32_t seq_len;        /* --seq-len (= n_ctx) */
@@ -265,13 +265,14 @@ static void usage(FILE *f) {
         "models:   --models LIST (%s; names <n>L or <n>L-smeared)  --d-model N (%u)  --heads N (%u)\n"
         "          --seq-len N (%u; >= 512 unless --allow-short)  --ln 0|1 (%u)\n"
         "          --positional shortformer|standard|none (shortformer)  --init gpt2|torch (gpt2)\n"
-        "          --init-std X (library default)  --pos-init random|sinusoidal (random)\n"
+        "          --init-std X (library default)  --pos-init random|sinusoidal (%s)\n"
         "          --pos-amp X (%g)  --smear-alpha-init X (library default)  --seed N (%llu)\n"
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
         "          --grad-clip X (library default)  --schedule constant|cosine (constant)\n"
         "          --min-lr-ratio X (%g)  --steps N (%llu)\n"
         "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --pos-seed N (%llu)  --smooth N (%u, odd)\n"
-        "          --snapshots N (%u; checkpoints every steps/N, 0 = only step 0 and the end)\n"
+        "          --icl-band W (%u; ICL averages the loss over +-W tokens, 0 = single tokens)\n"
+        "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
         "          --induction-threshold X  --previous-token-threshold X  --duplicate-threshold X\n"
         "          (head classes; library defaults)\n"
         "run:      --threads N per model (%u)  --jobs N models at once (%u)  --out DIR (%s)\n"
@@ -279,12 +280,13 @@ static void usage(FILE *f) {
         "See docs/phase-change.md.\n",
         prog, DEFAULTS.eval_windows, (unsigned long long)DEFAULTS.data_seed, DEFAULTS.val_fraction,
         (unsigned long long)DEFAULTS.block_tokens, DEFAULTS.bos, DEFAULTS.models, DEFAULTS.d_model,
-        DEFAULTS.heads, DEFAULTS.seq_len, DEFAULTS.ln, DEFAULTS.pos_amp,
+        DEFAULTS.heads, DEFAULTS.seq_len, DEFAULTS.ln,
+        DEFAULTS.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random", DEFAULTS.pos_amp,
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
         (unsigned long long)DEFAULTS.warmup, DEFAULTS.min_lr_ratio,
         (unsigned long long)DEFAULTS.steps, (unsigned long long)DEFAULTS.eval_every,
         DEFAULTS.eval_batch, (unsigned long long)DEFAULTS.pos_seed, DEFAULTS.smooth,
-        DEFAULTS.snapshots, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out);
+        DEFAULTS.icl_band, DEFAULTS.snapshots, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out);
 }
 
 static void bad_input(const char *fmt, ...) {
@@ -436,7 +438,7 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--smooth")) {
             o->smooth = (uint32_t)parse_u64(a, v, 1, 1001);
             if (o->smooth % 2 == 0) bad_input("--smooth must be odd, got %u", o->smooth);
-        } else if (!strcmp(a, "--snapshots")) o->snapshots = (uint32_t)parse_u64(a, v, 0, 1 << 20);
+        } else if (!strcmp(a, "--snapshots")) o->snapshots = (uint32_t)parse_u64(a, v, 0, 1000);
         else if (!strcmp(a, "--induction-threshold")) o->thr_induction = parse_f64(a, v, 1e-9, 1);
         else if (!strcmp(a, "--previous-token-threshold")) o->thr_previous = parse_f64(a, v, 1e-9, 1);
         else if (!strcmp(a, "--duplicate-threshold")) o->thr_duplicate = parse_f64(a, v, 1e-9, 1);
@@ -818,12 +820,13 @@ static size_t last_at_or_before(const series *s, double t) {
 }
 
 /* The run's ICL estimate (band_icl of the context-index average over the evaluation set)
- * with the heads `idx[0..n)` (flat layer·n_heads + head) zero-ablated; the ablations are
- * cleared again before returning (the preserve-patterns switch is left as it is). */
-static int ablated_icl(job *j, const uint32_t *idx, uint32_t n, double *out) {
+ * with the heads `idx[0..n)` (flat layer·n_heads + head) zero-ablated, with the attention
+ * patterns of the clean run kept (`pp` = 1) or not; the ablations (and with them the
+ * preserve-patterns switch) are cleared again before returning. */
+static int ablated_icl(job *j, const uint32_t *idx, uint32_t n, int pp, double *out) {
     shared *sh = j->sh;
     const uint32_t H = sh->o->heads;
-    int rc = 0;
+    int rc = induct_model_set_preserve_patterns(j->m, (uint32_t)pp);
     for (uint32_t i = 0; i < n && !rc; i++)
         rc = induct_model_ablate_head(j->m, idx[i] / H, idx[i] % H, INDUCT_ABLATE_ZERO);
     if (!rc)
@@ -1077,24 +1080,19 @@ static int analyse(job *j) {
     for (int pp = 0; pp < 2 && !rc; pp++) {
         double *clean = pp ? &icl_clean_pp : &icl_clean, *ind = pp ? &icl_ind_pp : &icl_ind;
         float *delta = pp ? dpp : dz;
-        if ((rc = induct_model_set_preserve_patterns(j->m, (uint32_t)pp))) break;
-        if ((rc = ablated_icl(j, NULL, 0, clean))) break;
+        if ((rc = ablated_icl(j, NULL, 0, pp, clean))) break;
         for (uint32_t i = 0; i < NH && !rc; i++) {
-            double v;
-            rc = ablated_icl(j, &i, 1, &v);
+            double v = NAN;
+            rc = ablated_icl(j, &i, 1, pp, &v);
             delta[i] = (float)(v - *clean);
         }
         if (!rc && j->n_induction > 0) {
             uint32_t *set = xcalloc(NH, sizeof *set), n = 0;
             for (uint32_t i = 0; i < NH; i++)
                 if (labels[i] == INDUCT_HEAD_INDUCTION) set[n++] = i;
-            rc = ablated_icl(j, set, n, ind);
+            rc = ablated_icl(j, set, n, pp, ind);
             free(set);
         }
-    }
-    {
-        int rc2 = induct_model_set_preserve_patterns(j->m, 0);
-        if (!rc) rc = rc2;
     }
     if (rc) {
         job_fail(j, rc, "ablation");
@@ -1179,7 +1177,8 @@ static void run_job(job *j) {
                  INDUCT_TRAIN_METRIC_PREFIX_MATCHING | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN |
                  (sh->icl_metric ? INDUCT_TRAIN_METRIC_ICL_SCORE : 0);
     tc.metrics_path = metrics;
-    /* step 0 is always a snapshot point (the call starts from step 0) */
+    /* snapshots at steps k·steps/N for N = --snapshots (step 0 included when N > 0);
+     * final.safetensors is written after the call in every case */
     tc.snapshot_every = o->snapshots ? (o->steps / o->snapshots ? o->steps / o->snapshots : 1) : 0;
     tc.snapshot_optimizer = 1;
     tc.snapshot_path = snaps;
@@ -1412,11 +1411,14 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
         const cJSON *bump = cJSON_GetObjectItem(cJSON_GetObjectItem(j->summary, "bump"), "bump");
         MD("| loss-curve bump in the window | %s | yes |\n",
            cJSON_IsBool(bump) ? (cJSON_IsTrue(bump) ? "yes" : "no")
-           : j->window_found  ? "undecided (no evaluation interval before the window)"
+           : j->window_found  ? "undecided (no evaluation interval before or inside the window)"
                               : "undecided (no window)");
+        char pct[32];
+        snprintf(pct, sizeof pct, "%.0f%%", 100 * j->frac_induction_pp);
         if (isfinite(j->frac_induction))
             MD("| ICL removed by ablating the induction heads (zero / pattern-preserving) | "
-               "%.0f%% / %.0f%% | most |\n", 100 * j->frac_induction, 100 * j->frac_induction_pp);
+               "%.0f%% / %s | most |\n", 100 * j->frac_induction,
+               isfinite(j->frac_induction_pp) ? pct : "n/a (ICL score not negative)");
         else
             MD("| ICL removed by ablating the induction heads | n/a (%s) | most |\n",
                j->n_induction ? "ICL score not negative" : "no induction head");
@@ -1548,10 +1550,15 @@ int main(int argc, char **argv) {
     sh.d = d;
     sh.T = o.seq_len;
     sh.E = o.eval_batch;
-    sh.icl_metric = sh.T >= 501;
-    /* short contexts (--allow-short): the last index whose band still fits */
-    sh.late = sh.T >= 501 + o.icl_band ? 500 : (sh.T > 1 + o.icl_band ? sh.T - 1 - o.icl_band : 1);
-    sh.early = sh.T >= 501 ? 50 : (sh.late / 10 ? sh.late / 10 : 1);
+    /* tokens 500 and 50 when their ±icl_band bands fit; otherwise (only with
+     * --allow-short) the last token whose band fits and a tenth of it */
+    const int full_ctx = sh.T >= 501 + o.icl_band;
+    if (!full_ctx && !o.allow_short)
+        bad_input("--icl-band %u needs --seq-len >= %u for the bands around token 500 (or "
+                  "--allow-short)", o.icl_band, 501 + o.icl_band);
+    sh.icl_metric = full_ctx; /* the driver's icl_score is then of the same tokens */
+    sh.late = full_ctx ? 500 : (sh.T > 1 + o.icl_band ? sh.T - 1 - o.icl_band : 1);
+    sh.early = full_ctx ? 50 : (sh.late / 10 ? sh.late / 10 : 1);
     induct_eval_config_init(&sh.ec, sizeof sh.ec);
     sh.ec.n_seq = sh.E; /* the training driver's evaluation set: batch 0 of the eval split */
     sh.ec.seq_len = sh.T;
@@ -1582,7 +1589,10 @@ int main(int argc, char **argv) {
                 order[k - 1] = t;
             }
         }
-    if (mkdir_p(o.out)) bad_input("cannot create --out '%s': %s", o.out, strerror(errno));
+    if (mkdir_p(o.out)) {
+        fprintf(stderr, "phase-change: cannot create --out '%s': %s\n", o.out, strerror(errno));
+        return 1;
+    }
     for (size_t i = 0; i < n_models; i++) {
         job *j = &sh.jobs[i];
         j->spec = specs[order[i]];
@@ -1665,11 +1675,13 @@ int main(int argc, char **argv) {
             fprintf(stderr, "phase-change: %s\n", sh.jobs[i].err);
             failed = 1;
         }
-    if (g_stop) {
-        fprintf(stderr, "phase-change: interrupted; snapshots so far are in %s/<model>/\n", o.out);
+    if (failed) {
+        /* a Ctrl-C that came after every model had finished does not discard the run */
+        if (g_stop)
+            fprintf(stderr, "phase-change: interrupted; snapshots so far are in %s/<model>/\n",
+                    o.out);
         return 1;
     }
-    if (failed) return 1;
 
     /* ---- PCA of the per-token loss vectors of every evaluation of every model ---- */
     cJSON *pca = cJSON_CreateObject();

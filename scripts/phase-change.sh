@@ -18,14 +18,14 @@
 #                    pieces (N <= 65535) is trained on the corpus and the corpus is encoded
 #                    line by line into a uint16 token file; each line break becomes the
 #                    extra id N, so d_vocab is N + 1 (docs/phase-change.md, "Word pieces")
-#   --build DIR      meson build directory (default: build)
+#   --build DIR      meson build directory (default: build in the source tree)
+# Relative paths are taken from the directory the script is called from.
 #   --data DIR       where prepared corpora are kept and reused (default: DIR/phase-change-data
 #                    under the build directory)
 #   --no-plot        skip the figures
 set -eu
-cd "$(dirname "$0")/.."
-root=$(pwd)
-corpus=python bpe=2048 build=build data="" plot=1 out=phase-change-run full=0
+root=$(cd "$(dirname "$0")/.." && pwd)
+corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0
 # the arguments that are not ours, kept in order for phase-change
 n=$#
 while [ "$n" -gt 0 ]; do
@@ -88,7 +88,12 @@ else
     esac
     [ "$bpe" -ge 2 ] && [ "$bpe" -le 65535 ] || { echo "phase-change.sh: --bpe must be in 2..65535" >&2; exit 2; }
     command -v spm_train >/dev/null || { echo "phase-change.sh: spm_train not found: apt-get install sentencepiece" >&2; exit 2; }
-    name=$(basename "$corpus")
+    # prepared files are reused; a user's file is keyed by its path, size and time too
+    case "$corpus" in
+        kjv|python) name=$corpus ;;
+        *) name=$(basename "$corpus")-$(printf '%s %s' "$(readlink -f "$corpus")" \
+               "$(stat -c '%s %Y' "$corpus")" | cksum | cut -d' ' -f1) ;;
+    esac
     plain=$text
     if [ -n "$suffix" ]; then
         # one text in the library's document order (byte-wise path order under the directory)
@@ -108,12 +113,13 @@ else
             --normalization_rule_name=identity --remove_extra_whitespaces=false \
             --add_dummy_prefix=false --allow_whitespace_only_pieces=true \
             --bos_id=-1 --eos_id=-1 --max_sentence_length=65536 \
-            --input_sentence_size=2000000 --shuffle_input_sentence=true \
+            --input_sentence_size=0 \
             --num_threads=2 --minloglevel=2 >"$prefix.log" 2>&1 ||
             { cat "$prefix.log" >&2; exit 1; }
         echo "phase-change.sh: encoding into $tokens (newline = id $bpe)"
-        spm_encode --model="$prefix.model" --output_format=id < "$plain" |
-            $py -c '
+        spm_encode --model="$prefix.model" --output_format=id < "$plain" > "$tokens.ids" ||
+            { echo "phase-change.sh: spm_encode failed" >&2; rm -f "$tokens.ids"; exit 1; }
+        $py -c '
 import array, sys
 nl, out = int(sys.argv[1]), sys.argv[2]
 a = array.array("H")
@@ -125,7 +131,8 @@ if sys.byteorder != "little":
 with open(out + ".tmp", "wb") as f:
     a.tofile(f)
 print(f"phase-change.sh: {len(a)} tokens", file=sys.stderr)
-' "$bpe" "$tokens"
+' "$bpe" "$tokens" < "$tokens.ids"
+        rm -f "$tokens.ids"
         mv "$tokens.tmp" "$tokens"
     fi
     set -- --tokens "$tokens" --format u16 --d-vocab $((bpe + 1)) "$@"

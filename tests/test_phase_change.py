@@ -128,7 +128,8 @@ def test_head_classes_and_ablation_match_bindings(corpus, tmp_path):
     import induct
     d = str(tmp_path / "abl")
     r = run(["--text", corpus, "--out", d] + TINY +
-            ["--models", "2L", "--heads", "2", "--induction-threshold", "0.01"])
+            ["--models", "2L", "--heads", "2", "--induction-threshold", "0.01",
+             "--init-std", "0.5"])  # large weights: layer-1 patterns depend on layer 0
     assert r.returncode == 0, r.stderr
     m = json.load(open(os.path.join(d, "summary.json")))["models"]["2L"]
     hd, ab = m["heads"], m["ablation"]
@@ -161,6 +162,9 @@ def test_head_classes_and_ablation_match_bindings(corpus, tmp_path):
                     delta[l, h] = band(model.loss_by_position(data, **ev)) - clean
         np.testing.assert_allclose(delta, ab[key], rtol=0, atol=1e-5)
     assert ab["icl_clean"] == pytest.approx(clean, abs=1e-5)
+    # keeping the patterns changes what ablating a layer-0 head does to layer 1
+    assert np.abs(np.asarray(ab["delta_icl_zero"])[0]
+                  - np.asarray(ab["delta_icl_zero_preserve_patterns"])[0]).max() > 1e-3
     for key, pp in (("icl_induction_heads_ablated", False),
                     ("icl_induction_heads_ablated_preserve_patterns", True)):
         with model.ablate(induction, mode="zero", preserve_patterns=pp):
