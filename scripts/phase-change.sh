@@ -9,7 +9,7 @@
 #   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
 #                    phase-change defaults (4 models, 1500 steps; about 6 min on 2 cores)
 #   --full           the long run: 12000 steps (49 M tokens per model), evaluation every 250
-#                    steps on 512 windows (about an hour on 2 cores; docs/phase-change.md)
+#                    steps on 256 windows (about an hour on 2 cores; docs/phase-change.md)
 #   --corpus python  CPython's standard library, every *.py under it (default)
 #   --corpus kjv     the King James Bible from Debian's bible-kjv
 #   --corpus PATH    your own text file
@@ -140,7 +140,7 @@ fi
 
 if [ "$full" = 1 ]; then
     # flags given after --full still win (phase-change takes the last value of a flag)
-    set -- --steps 12000 --eval-every 250 --eval-batch 512 --snapshots 12 "$@"
+    set -- --steps 12000 --eval-every 250 --snapshots 12 "$@"
 fi
 "$exe" --out "$out" "$@"
 if [ "$plot" = 1 ]; then
