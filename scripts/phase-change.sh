@@ -141,6 +141,11 @@ fi
 if [ "$full" = 1 ]; then
     # flags given after --full still win (phase-change takes the last value of a flag)
     set -- --steps 12000 --eval-every 250 --snapshots 12 "$@"
+    echo "phase-change.sh: the full run: 12000 steps per model, about an hour on 2 cores"
+else
+    echo "phase-change.sh: the default run takes about 6 minutes on 2 cores; in 1500 steps the"
+    echo "  smeared-key models show the phase change, the plain 2-layer model needs --full"
+    echo "  (12000 steps, about an hour) for it"
 fi
 "$exe" --out "$out" "$@"
 if [ "$plot" = 1 ]; then
