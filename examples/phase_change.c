@@ -1,8 +1,8 @@
 /* phase-change: the phase change of *In-context Learning and Induction Heads* (Olsson
  * et al. 2022, "ICL paper") on real text, with the paper's controls (issue 8).
  *
- * Trains several attention-only models (by default a 2-layer model, a 1-layer control,
- * a 1-layer and a 2-layer smeared-key model) on the same data, in the same order, for the same
+ * Trains several attention-only models (by default a 2-layer model, a 1-layer control
+ * and a 1-layer smeared-key model) on the same data, in the same order, for the same
  * budget; records loss, ICL score, loss by position, per-head prefix-matching and
  * previous-token scores and per-token loss vectors at every evaluation; then reports per
  * model the phase-change window, the ICL score before and after, the induction and
@@ -55,7 +55,7 @@ typedef struct options {
     uint64_t block_tokens;   /* --block-tokens N: unit of the held-out split */
     uint32_t bos;            /* --bos 0|1 (text): a BOS token starts every document */
     /* models */
-    const char *models;      /* --models 2L,1L,1L-smeared,2L-smeared */
+    const char *models;      /* --models 2L,1L,1L-smeared (2L-smeared too with --full) */
     uint32_t d_model;        /* --d-model */
     uint32_t heads;          /* --heads */
     uint32_t seq_len;        /* --seq-len (= n_ctx) */
@@ -97,11 +97,11 @@ typedef struct options {
 static const options DEFAULTS = {
     .text = NULL, .suffix = NULL, .tokens = NULL, .format = INDUCT_TOKFILE_U16, .d_vocab = 0,
     .eval_windows = 1024, .data_seed = 0, .val_fraction = 0.1, .block_tokens = 65536, .bos = 0,
-    .models = "2L,1L,1L-smeared,2L-smeared", .d_model = 64, .heads = 4, .seq_len = 512, .allow_short = 0,
+    .models = "2L,1L,1L-smeared", .d_model = 64, .heads = 4, .seq_len = 512, .allow_short = 0,
     .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .init = INDUCT_INIT_GPT2, .init_std = NAN,
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
-    .cosine = 0, .min_lr_ratio = 0.0, .steps = 1500,
+    .cosine = 0, .min_lr_ratio = 0.0, .steps = 1200,
     .eval_every = 100, .eval_batch = 256, .pos_seed = 0, .smooth = 3, .icl_band = 5, .snapshots = 4,
     .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,
     .threads = 1, .jobs = 2, .out = "phase-change-run", .estimate = 1,
