@@ -166,12 +166,14 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *m, const induct_da
     return induct__analysis_loss_by_position(m, d, cfg, out, out_cap, out_len);
 }
 
-int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
-                                      const induct_eval_config *cfg, float *out, size_t out_cap,
-                                      size_t *out_len) {
+/* The loss by position over the evaluation set from one pass and, when icl_out is not
+ * NULL, the ICL score off the same sums (bit-identical to induct__eval_icl: the same
+ * sums in the same order; the ICL indices are then validated too). */
+static int lbp_pass(induct_model *m, const induct_dataset *d, const induct_eval_config *cfg,
+                    float *out, size_t out_cap, size_t *out_len, double *icl_out) {
     const char *fn = "induct_analysis_loss_by_position";
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 0, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, icl_out != NULL, fn));
     uint32_t T1 = ev.T - 1;
     int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, out_len);
     double *sum = NULL;
@@ -180,40 +182,28 @@ int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
         if (!sum) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     }
     if (rc == INDUCT_OK) rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
-    if (rc == INDUCT_OK)
+    if (rc == INDUCT_OK) {
         for (uint32_t p = 0; p < T1; p++)
             out[p] = (float)(sum[p] / ev.n_seq);
+        if (icl_out) *icl_out = sum[ev.t] / ev.n_seq - sum[ev.e] / ev.n_seq;
+    }
     free(sum);
     induct__eval_close(&ev);
     return rc;
 }
 
-/* Both read-outs of the training driver from one pass: the loss by position (as
- * induct__analysis_loss_by_position) and the ICL score, bit-identical to
- * induct__analysis_icl_score (the same sums in the same order). */
+int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
+                                      const induct_eval_config *cfg, float *out, size_t out_cap,
+                                      size_t *out_len) {
+    return lbp_pass(m, d, cfg, out, out_cap, out_len, NULL);
+}
+
+/* Both read-outs of the training driver from one pass (see lbp_pass). */
 int induct__analysis_lbp_icl(induct_model *m, const induct_dataset *d,
                              const induct_eval_config *cfg, float *out, size_t out_cap,
                              double *icl_out) {
-    const char *fn = "induct_analysis_loss_by_position";
-    induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 1, fn));
-    uint32_t T1 = ev.T - 1;
     size_t len;
-    int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, &len);
-    double *sum = NULL;
-    if (rc == INDUCT_OK) {
-        sum = malloc((size_t)T1 * sizeof *sum);
-        if (!sum) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
-    }
-    if (rc == INDUCT_OK) rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
-    if (rc == INDUCT_OK) {
-        for (uint32_t p = 0; p < T1; p++)
-            out[p] = (float)(sum[p] / ev.n_seq);
-        *icl_out = sum[ev.t] / ev.n_seq - sum[ev.e] / ev.n_seq;
-    }
-    free(sum);
-    induct__eval_close(&ev);
-    return rc;
+    return lbp_pass(m, d, cfg, out, out_cap, &len, icl_out);
 }
 
 /* pos_i uniform in [0, T-2], a pure function of (seed, i, T). */
