@@ -1041,8 +1041,9 @@ static int analyse(job *j) {
     }
     cJSON *hd = cJSON_AddObjectToObject(ms, "heads");
     cJSON *ind = cJSON_AddArrayToObject(hd, "induction");
-    cJSON *prev = cJSON_AddArrayToObject(hd, "previous_token");
-    cJSON *dupl = cJSON_AddArrayToObject(hd, "duplicate_token");
+    /* name lists; the score tables below are "previous_token" / "duplicate_token" */
+    cJSON *prev = cJSON_AddArrayToObject(hd, "previous_token_heads");
+    cJSON *dupl = cJSON_AddArrayToObject(hd, "duplicate_token_heads");
     cJSON *lab = cJSON_CreateArray();
     static const char *const label_names[] = {"other", "previous_token", "induction", "duplicate"};
     j->n_induction = 0;
@@ -1416,7 +1417,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
         head_name(j->pm_head, o->heads, hn, sizeof hn);
         MD("| prefix matching, head %s, before → after | %.3f → %.3f | near chance → well "
            "above 0.3 |\n", hn, j->pm_head_before, j->pm_head_after);
-        const char *lists[2] = {"induction", "previous_token"};
+        const char *lists[2] = {"induction", "previous_token_heads"};
         for (int k = 0; k < 2; k++) {
             const cJSON *arr = cJSON_GetObjectItem(hd, lists[k]), *x;
             MD("| %s heads | ", k ? "previous-token" : "induction");

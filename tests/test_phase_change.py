@@ -198,9 +198,15 @@ def records_of(d):
     return [json.loads(l) for l in lines]
 
 
+def no_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate keys: {keys}"
+    return dict(pairs)
+
+
 def test_outputs_complete_and_finite(runs):
     d, r = runs[2]
-    s = json.load(open(os.path.join(d, "summary.json")))
+    s = json.load(open(os.path.join(d, "summary.json")), object_pairs_hook=no_duplicate_keys)
     assert s["model_order"] == ["2L", "1L-smeared", "1L"]  # longest first
     assert set(s["models"]) == set(MODELS)
     assert set(s["checks"]) == set(CHECKS)
