@@ -167,11 +167,12 @@ static uint64_t eval_stride(uint64_t E) {
 
 /* Start of the i-th window of the evaluation order. With N = 0 the disjoint windows
  * are read in stream order; with N > 0 the E fixed windows at ⌊j·(n−T)/E⌋ are read in
- * the order j = i·k mod E, so that any eval batch (the training driver's batch 0
+ * the order j = i·k mod E (k = eval_stride(E)), so that any eval batch (the training driver's batch 0
  * included) samples the whole held-out part, not its first few percent. */
-static uint64_t eval_start(uint64_t n, uint32_t T, uint32_t N, uint64_t E, uint64_t i) {
+static uint64_t eval_start(uint64_t n, uint32_t T, uint32_t N, uint64_t E, uint64_t k,
+                           uint64_t i) {
     if (N == 0) return i * T;
-    uint64_t j = (uint64_t)((u128)i * eval_stride(E) % E);
+    uint64_t j = (uint64_t)((u128)i * k % E);
     return (uint64_t)((u128)j * (n - T) / E);
 }
 
@@ -200,9 +201,10 @@ int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index
                    "plus one needs %llu",
                    (unsigned long long)sp->n, T, (unsigned long long)T + 1);
     uint64_t first = (uint64_t)((u128)index * B % E);
+    const uint64_t k = eval_stride(E); /* once per batch, not per row */
     for (uint32_t b = 0; b < B; b++) {
         uint64_t w = (first + b) % E;
-        uint64_t st = eval_start(sp->n, T, s->n_eval_windows, E, w);
+        uint64_t st = eval_start(sp->n, T, s->n_eval_windows, E, k, w);
         read_window(s, sp, st, T, tokens + (size_t)b * T);
         if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
     }
