@@ -73,18 +73,22 @@ static int induction_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb
     return INDUCT_OK;
 }
 
-static int previous_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
-    head_sums *hs = user;
-    uint32_t H = m->cfg.n_heads, T = hs->T;
-    (void)b0;
+void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s) {
+    uint32_t H = m->cfg.n_heads;
     for (uint32_t l = 0; l < m->cfg.n_layers; l++)
         for (uint32_t h = 0; h < H; h++)
             for (uint32_t b = 0; b < nb; b++) {
                 const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
                 double r = 0.0;
                 for (uint32_t i = 1; i < T; i++) r += A[(size_t)i * T + i - 1];
-                hs->s[l * H + h] += r / (double)(T - 1);
+                s[l * H + h] += r / (double)(T - 1);
             }
+}
+
+static int previous_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    head_sums *hs = user;
+    (void)b0;
+    induct__previous_token_sums(m, hs->T, nb, hs->s);
     return INDUCT_OK;
 }
 

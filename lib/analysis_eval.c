@@ -166,14 +166,12 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *m, const induct_da
     return induct__analysis_loss_by_position(m, d, cfg, out, out_cap, out_len);
 }
 
-/* The loss by position over the evaluation set from one pass and, when icl_out is not
- * NULL, the ICL score off the same sums (bit-identical to induct__eval_icl: the same
- * sums in the same order; the ICL indices are then validated too). */
-static int lbp_pass(induct_model *m, const induct_dataset *d, const induct_eval_config *cfg,
-                    float *out, size_t out_cap, size_t *out_len, double *icl_out) {
+int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
+                                      const induct_eval_config *cfg, float *out, size_t out_cap,
+                                      size_t *out_len) {
     const char *fn = "induct_analysis_loss_by_position";
     induct__eval ev;
-    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, icl_out != NULL, fn));
+    INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 0, fn));
     uint32_t T1 = ev.T - 1;
     int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, out_len);
     double *sum = NULL;
@@ -185,25 +183,10 @@ static int lbp_pass(induct_model *m, const induct_dataset *d, const induct_eval_
     if (rc == INDUCT_OK) {
         for (uint32_t p = 0; p < T1; p++)
             out[p] = (float)(sum[p] / ev.n_seq);
-        if (icl_out) *icl_out = sum[ev.t] / ev.n_seq - sum[ev.e] / ev.n_seq;
     }
     free(sum);
     induct__eval_close(&ev);
     return rc;
-}
-
-int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
-                                      const induct_eval_config *cfg, float *out, size_t out_cap,
-                                      size_t *out_len) {
-    return lbp_pass(m, d, cfg, out, out_cap, out_len, NULL);
-}
-
-/* Both read-outs of the training driver from one pass (see lbp_pass). */
-int induct__analysis_lbp_icl(induct_model *m, const induct_dataset *d,
-                             const induct_eval_config *cfg, float *out, size_t out_cap,
-                             double *icl_out) {
-    size_t len;
-    return lbp_pass(m, d, cfg, out, out_cap, &len, icl_out);
 }
 
 /* pos_i uniform in [0, T-2], a pure function of (seed, i, T). */

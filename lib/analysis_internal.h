@@ -63,9 +63,6 @@ int induct__eval_config(induct_eval_config *c, const induct_model *m, const indu
  * runs. They still return INDUCT_EINTERRUPTED when the flag is set. */
 int induct__analysis_icl_score(induct_model *m, const induct_dataset *d,
                                const induct_eval_config *cfg, double *score_out);
-int induct__analysis_lbp_icl(induct_model *m, const induct_dataset *d,
-                             const induct_eval_config *cfg, float *out, size_t out_cap,
-                             double *icl_out);
 int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
                                       const induct_eval_config *cfg, float *out, size_t out_cap,
                                       size_t *out_len);

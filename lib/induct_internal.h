@@ -171,6 +171,10 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
  * A[l].att for nb sequences, a_losses, ...); a negative return stops and is returned.
  * loss_sum (may be NULL) receives the sum of all per-token losses, in order. */
 typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32_t nb);
+/* Add to s[l * n_heads + h] each of the nb sequences' previous-token score (mean over
+ * p >= 1 of pattern[p][p-1]) from the patterns of the last forward pass of length T,
+ * sequences in order (analysis.c; the driver's one evaluation pass shares it). */
+void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
 /* Backward after induct__forward with the same tokens: grads overwritten. */

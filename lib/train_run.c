@@ -151,6 +151,32 @@ static int eval_set(const run *r, induct_eval_config *ec) {
     return INDUCT_OK;
 }
 
+/* The sums of the one evaluation pass (eval_metrics), filled chunk by chunk in the
+ * order of a single pass: per position over the sequences in order (as the analysis
+ * suite's loss-by-position pass), per head over the sequences in order (as
+ * induct_analysis_previous_token_score). */
+typedef struct eval_acc {
+    uint32_t T;
+    const char *fn;
+    double *pos_sum; /* [T-1] or NULL */
+    double *prev;    /* [n_layers][n_heads] or NULL */
+} eval_acc;
+
+static int eval_chunk_acc(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
+    eval_acc *a = user;
+    uint32_t T = a->T, T1 = T - 1;
+    (void)b0;
+    if (a->pos_sum) {
+        const float *L = induct__ws(m, m->a_losses);
+        for (uint32_t b = 0; b < nb; b++)
+            for (uint32_t p = 0; p < T1; p++) a->pos_sum[p] += L[(size_t)b * T1 + p];
+    }
+    if (a->prev)
+        induct__previous_token_sums(m, T, nb, a->prev);
+    /* induct_model_interrupt() between chunks, as the analysis passes */
+    return induct__an_interrupted(m, a->fn);
+}
+
 /*
  * The one evaluation function.
  * probe (rec == NULL): check that every requested metric exists and that the dataset
@@ -169,50 +195,62 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
     INDUCT_FAIL_IF(want & ~ALL_METRICS, INDUCT_EINVAL,
                    "induct_train: unknown metric bits 0x%x", want & ~ALL_METRICS);
 
-    /* eval_loss: mean per-token loss over the evaluation set, nats */
-    if (want & INDUCT_TRAIN_METRIC_LOSS) {
-        if (rec) {
-            double loss;
-            INDUCT_TRY(induct_model_forward(m, r->eval_tok, E, T, NULL, 0, NULL, 0, &loss));
-            INDUCT_TRY(add_num(rec, "eval_loss", loss, 0));
-            if (eval_loss) *eval_loss = loss;
-        }
-    }
+    /* eval_loss, icl_score, loss_by_position and previous_token_score all read the
+     * forward pass of the evaluation set (r->eval_tok): one pass serves them all. It
+     * runs in induct_model_forward's chunks, so eval_loss and previous_token_score
+     * carry the bits of the separate calls (induct_model_forward's mean loss,
+     * induct_analysis_previous_token_score); icl_score and loss_by_position are the
+     * analysis suite's sums over the same losses in the same order. */
+    const uint32_t both = INDUCT_TRAIN_METRIC_ICL_SCORE | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION;
+    const uint32_t one_pass = INDUCT_TRAIN_METRIC_LOSS | both | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN;
     induct_eval_config ec;
     INDUCT_TRY(eval_set(r, &ec));
-    /* icl_score: L[late-1] - L[early-1] averaged over the evaluation set, nats (ICL paper,
-     * "Key Concepts"; defaults 500th and 50th token, so seq_len must be >= 501) */
-    const uint32_t both = INDUCT_TRAIN_METRIC_ICL_SCORE | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION;
-    if ((want & both) == both && rec) {
-        /* one pass for both (the ICL score is bit-identical to the separate call) */
-        float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
-        INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
-        double icl;
-        int rc = induct__analysis_lbp_icl(m, r->d, &ec, lbp, T - 1, &icl);
-        if (rc == INDUCT_OK) rc = add_num(rec, "icl_score", icl, 0);
-        if (rc == INDUCT_OK) rc = add_list(rec, "loss_by_position", lbp, T - 1);
-        free(lbp);
-        INDUCT_TRY(rc);
-    } else if (want & INDUCT_TRAIN_METRIC_ICL_SCORE) {
-        if (!rec) {
-            induct_eval_config chk;
-            INDUCT_TRY(induct__eval_config(&chk, m, &ec, 1, "induct_train (metric 'icl_score')"));
-        } else {
-            double icl;
-            INDUCT_TRY(induct__analysis_icl_score(m, r->d, &ec, &icl));
-            INDUCT_TRY(add_num(rec, "icl_score", icl, 0));
-        }
+    if (!rec && (want & INDUCT_TRAIN_METRIC_ICL_SCORE)) {
+        /* probe: the ICL indices must fit the context before any step */
+        induct_eval_config chk;
+        INDUCT_TRY(induct__eval_config(&chk, m, &ec, 1, "induct_train (metric 'icl_score')"));
     }
-    /* loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
-    if ((want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION) && (want & both) != both) {
-        if (rec) {
+    if (rec && (want & one_pass)) {
+        size_t nh = r->n_heads_total;
+        eval_acc acc = {.T = T, .fn = "induct_train (evaluation)"};
+        int rc = INDUCT_OK;
+        if (want & both) acc.pos_sum = calloc((size_t)(T - 1), sizeof *acc.pos_sum);
+        if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) acc.prev = calloc(nh, sizeof *acc.prev);
+        if (((want & both) && !acc.pos_sum) ||
+            ((want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) && !acc.prev))
+            rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory");
+        double total = 0.0;
+        if (rc == INDUCT_OK)
+            rc = induct__forward_chunks(m, r->eval_tok, E, T, eval_chunk_acc, &acc, &total);
+        /* eval_loss: mean per-token loss over the evaluation set, nats */
+        if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_LOSS)) {
+            double loss = total / ((double)E * (T - 1));
+            if (!isfinite(loss))
+                rc = induct__fail(INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", loss);
+            if (rc == INDUCT_OK) rc = add_num(rec, "eval_loss", loss, 0);
+            if (rc == INDUCT_OK && eval_loss) *eval_loss = loss;
+        }
+        /* icl_score: L[late-1] - L[early-1] averaged over the evaluation set, nats (ICL
+         * paper, "Key Concepts"; defaults 500th and 50th token, so seq_len must be
+         * >= 501); loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
+        if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_ICL_SCORE))
+            rc = add_num(rec, "icl_score",
+                         acc.pos_sum[ec.late - 1] / E - acc.pos_sum[ec.early - 1] / E, 0);
+        if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION)) {
             float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
-            INDUCT_FAIL_IF(!lbp, INDUCT_ENOMEM, "induct_train: out of memory");
-            int rc = induct__analysis_loss_by_position(m, r->d, &ec, lbp, T - 1, &len);
+            if (!lbp) rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory");
+            for (uint32_t p = 0; lbp && p < T - 1; p++) lbp[p] = (float)(acc.pos_sum[p] / E);
             if (rc == INDUCT_OK) rc = add_list(rec, "loss_by_position", lbp, T - 1);
             free(lbp);
-            INDUCT_TRY(rc);
         }
+        /* previous_token_score [n_layers][n_heads] on the evaluation set */
+        if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN)) {
+            for (size_t i = 0; i < nh; i++) r->heads[i] = (float)(acc.prev[i] / E);
+            rc = add_heads(r, rec, "previous_token_score");
+        }
+        free(acc.pos_sum);
+        free(acc.prev);
+        INDUCT_TRY(rc);
     }
     /* prefix_matching_score [n_layers][n_heads]: the paper's probe (BOS + 25 distinct
      * random tokens x 4, 10 sequences; induct_probe_config defaults) */
@@ -222,15 +260,6 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
             INDUCT_TRY(induct_analysis_prefix_matching(m, NULL, r->heads, r->n_heads_total,
                                                        &len));
             INDUCT_TRY(add_heads(r, rec, "prefix_matching_score"));
-        }
-    }
-    /* previous_token_score [n_layers][n_heads] on the evaluation set */
-    if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) {
-        if (rec) {
-            collect_interrupt(r);
-            INDUCT_TRY(induct_analysis_previous_token_score(m, r->d, E, T, r->heads,
-                                                            r->n_heads_total, &len));
-            INDUCT_TRY(add_heads(r, rec, "previous_token_score"));
         }
     }
     /* copying_score [n_layers][n_heads]: the paper's empirical evaluator on its probe */

@@ -511,6 +511,121 @@ START_TEST(test_analysis_metrics) {
 }
 END_TEST
 
+/* eval_loss, icl_score, loss_by_position and previous_token_score come from one pass
+ * over the evaluation set; with an evaluation set of several chunks they still equal
+ * the separate calls (eval_loss and the previous-token score bit for bit; the ICL score
+ * and the curve bit for bit with the same chunks, to float rounding with one chunk),
+ * and each is the same whether it is requested alone or with the others. */
+static void one_pass_run(uint32_t metrics, const char *log, induct_model **mo,
+                         induct_dataset **dout) {
+    induct_model_config mc;
+    induct_model_config_init(&mc, sizeof mc);
+    mc.n_layers = 2;
+    mc.d_model = 16;
+    mc.n_heads = 2;
+    mc.n_ctx = 512;
+    mc.d_vocab = 40;
+    mc.positional = INDUCT_POS_SHORTFORMER;
+    mc.seed = 11;
+    ck_ok(induct_model_new(mo, &mc));
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = 40;
+    rc.seed = 4;
+    ck_ok(induct_dataset_new_rrt(dout, &rc));
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, *mo, INDUCT_OPTIM_ADAMW));
+    induct_train_config c;
+    induct_train_config_init(&c, sizeof c);
+    c.steps = 2;
+    c.batch = 2;
+    c.seq_len = 512;
+    c.eval_every = 2;
+    c.eval_batch = 13; /* chunks of 6, 6 and 1 sequences at seq_len 512 */
+    c.metrics = metrics;
+    c.metrics_path = log;
+    ck_ok(induct_train(o, *dout, &c, NULL, NULL));
+    induct_optimizer_free(o);
+}
+
+START_TEST(test_one_eval_pass) {
+    setup_dir();
+    const uint32_t all = INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_ICL_SCORE |
+                         INDUCT_TRAIN_METRIC_LOSS_BY_POSITION | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN;
+    char log[128];
+    snprintf(log, sizeof log, "%s/all.jsonl", dir);
+    induct_model *m;
+    induct_dataset *d;
+    one_pass_run(all, log, &m, &d);
+    cJSON *r[4];
+    ck_assert_int_eq(read_records(log, r, 4), 2);
+    /* eval_loss: induct_model_forward's mean loss on the evaluation set */
+    static int32_t tok[13 * 512];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, 13, 512, tok, 13 * 512, NULL, 0));
+    double loss;
+    ck_ok(induct_model_forward(m, tok, 13, 512, NULL, 0, NULL, 0, &loss));
+    ck_exact(num(r[1], "eval_loss"), loss);
+    /* previous_token_score: the separate call */
+    float pt[4];
+    size_t len;
+    ck_ok(induct_analysis_previous_token_score(m, d, 13, 512, pt, 4, &len));
+    const cJSON *h = cJSON_GetObjectItem(r[1], "previous_token_score");
+    for (int i = 0; i < 4; i++)
+        ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, i / 2), i % 2)->valuedouble,
+                 pt[i]);
+    /* icl_score and loss_by_position: the analysis suite with the same chunks (6), and
+     * with one chunk of 13 to float rounding */
+    induct_eval_config ec;
+    induct_eval_config_init(&ec, sizeof ec);
+    ec.n_seq = 13;
+    ec.seq_len = 512;
+    static float lbp[511], lbp1[511];
+    for (int k = 0; k < 2; k++) {
+        ec.chunk = k ? 13 : 6;
+        double icl;
+        ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));
+        ck_ok(induct_analysis_loss_by_position(m, d, &ec, k ? lbp1 : lbp, 511, &len));
+        if (k == 0) ck_exact(num(r[1], "icl_score"), icl);
+        else ck_assert_double_eq_tol(num(r[1], "icl_score"), icl, 1e-5);
+    }
+    const cJSON *a = cJSON_GetObjectItem(r[1], "loss_by_position");
+    ck_assert_int_eq(cJSON_GetArraySize(a), 511);
+    int p = 0;
+    for (const cJSON *x = a->child; x; x = x->next, p++) {
+        ck_exact((float)x->valuedouble, lbp[p]);
+        ck_assert_float_eq_tol((float)x->valuedouble, lbp1[p], 1e-5f);
+    }
+    induct_model_free(m);
+    induct_dataset_free(d);
+    /* each metric alone: the same bits as in the combined pass */
+    static const uint32_t alone[] = {INDUCT_TRAIN_METRIC_LOSS, INDUCT_TRAIN_METRIC_ICL_SCORE,
+                                     INDUCT_TRAIN_METRIC_LOSS_BY_POSITION,
+                                     INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN};
+    static const char *key[] = {"eval_loss", "icl_score", "loss_by_position",
+                                "previous_token_score"};
+    for (int k = 0; k < 4; k++) {
+        snprintf(log, sizeof log, "%s/alone-%d.jsonl", dir, k);
+        one_pass_run(alone[k], log, &m, &d);
+        cJSON *q[4];
+        ck_assert_int_eq(read_records(log, q, 4), 2);
+        for (int i = 0; i < 2; i++) {
+            char *x = cJSON_PrintUnformatted(cJSON_GetObjectItem(r[i], key[k]));
+            char *y = cJSON_PrintUnformatted(cJSON_GetObjectItem(q[i], key[k]));
+            ck_assert_str_eq(x, y);
+            free(x);
+            free(y);
+            for (int j = 0; j < 4; j++)
+                if (j != k) ck_assert_ptr_null(cJSON_GetObjectItem(q[i], key[j]));
+        }
+        for (int i = 0; i < 2; i++) cJSON_Delete(q[i]);
+        induct_model_free(m);
+        induct_dataset_free(d);
+    }
+    for (int i = 0; i < 2; i++) cJSON_Delete(r[i]);
+    teardown_dir();
+}
+END_TEST
+
 /* KV metrics in the log equal independent calls on the final model. */
 START_TEST(test_kv_metrics) {
     setup_dir();
@@ -866,6 +981,7 @@ int main(void) {
     tcase_add_test(tc, test_resume_bit_identical);
     tcase_add_test(tc, test_metrics_log);
     tcase_add_test(tc, test_analysis_metrics);
+    tcase_add_test(tc, test_one_eval_pass);
     tcase_add_test(tc, test_kv_metrics);
     tcase_add_test(tc, test_snapshot_log2_and_resume_points);
     tcase_add_test(tc, test_callback_stop);
