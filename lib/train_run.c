@@ -28,7 +28,7 @@ static const char *errstr(int e) {
      INDUCT_TRAIN_METRIC_LOSS_BY_POSITION | INDUCT_TRAIN_METRIC_PREFIX_MATCHING |          \
      INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN | INDUCT_TRAIN_METRIC_COPYING |                    \
      INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION |                  \
-     INDUCT_TRAIN_METRIC_INDUCTION_SCORE)
+     INDUCT_TRAIN_METRIC_INDUCTION_SCORE | INDUCT_TRAIN_METRIC_LOSS_VECTORS)
 
 INDUCT_API int induct_train_config_init(induct_train_config *cfg, size_t size) {
     INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_train_config_init: cfg is NULL");
@@ -154,23 +154,26 @@ static int eval_set(const run *r, induct_eval_config *ec) {
 /* The sums of the one evaluation pass (eval_metrics), filled chunk by chunk in the
  * order of a single pass: per position over the sequences in order (as the analysis
  * suite's loss-by-position pass), per head over the sequences in order (as
- * induct_analysis_previous_token_score). */
+ * induct_analysis_previous_token_score), and each sequence's loss at its position (as
+ * induct_analysis_loss_vectors). */
 typedef struct eval_acc {
     uint32_t T;
     const char *fn;
     double *pos_sum; /* [T-1] or NULL */
     double *prev;    /* [n_layers][n_heads] or NULL */
+    const uint32_t *pos; /* [n_seq] loss-vector positions, or NULL */
+    float *vec;          /* [n_seq] loss vectors, or NULL */
 } eval_acc;
 
 static int eval_chunk_acc(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
     eval_acc *a = user;
     uint32_t T = a->T, T1 = T - 1;
-    (void)b0;
-    if (a->pos_sum) {
-        const float *L = induct__ws(m, m->a_losses);
+    const float *L = induct__ws(m, m->a_losses);
+    if (a->pos_sum)
         for (uint32_t b = 0; b < nb; b++)
             for (uint32_t p = 0; p < T1; p++) a->pos_sum[p] += L[(size_t)b * T1 + p];
-    }
+    if (a->vec)
+        for (uint32_t b = 0; b < nb; b++) a->vec[b0 + b] = L[(size_t)b * T1 + a->pos[b0 + b]];
     if (a->prev)
         induct__previous_token_sums(m, T, nb, a->prev);
     /* induct_model_interrupt() between chunks, as the analysis passes */
@@ -195,14 +198,16 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
     INDUCT_FAIL_IF(want & ~ALL_METRICS, INDUCT_EINVAL,
                    "induct_train: unknown metric bits 0x%x", want & ~ALL_METRICS);
 
-    /* eval_loss, icl_score, loss_by_position and previous_token_score all read the
-     * forward pass of the evaluation set (r->eval_tok): one pass serves them all. It
-     * runs in induct_model_forward's chunks, so eval_loss and previous_token_score
-     * carry the bits of the separate calls (induct_model_forward's mean loss,
-     * induct_analysis_previous_token_score); icl_score and loss_by_position are the
-     * analysis suite's sums over the same losses in the same order. */
+    /* eval_loss, icl_score, loss_by_position, previous_token_score and loss_vectors all
+     * read the forward pass of the evaluation set (r->eval_tok): one pass serves them
+     * all. It runs in induct_model_forward's chunks, so eval_loss and
+     * previous_token_score carry the bits of the separate calls (induct_model_forward's
+     * mean loss, induct_analysis_previous_token_score); icl_score, loss_by_position and
+     * loss_vectors are the analysis suite's read-outs of the same losses in the same
+     * order. */
     const uint32_t both = INDUCT_TRAIN_METRIC_ICL_SCORE | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION;
-    const uint32_t one_pass = INDUCT_TRAIN_METRIC_LOSS | both | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN;
+    const uint32_t one_pass = INDUCT_TRAIN_METRIC_LOSS | both |
+                              INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN | INDUCT_TRAIN_METRIC_LOSS_VECTORS;
     induct_eval_config ec;
     INDUCT_TRY(eval_set(r, &ec));
     if (!rec && (want & INDUCT_TRAIN_METRIC_ICL_SCORE)) {
@@ -216,9 +221,18 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         int rc = INDUCT_OK;
         if (want & both) acc.pos_sum = calloc((size_t)(T - 1), sizeof *acc.pos_sum);
         if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) acc.prev = calloc(nh, sizeof *acc.prev);
+        uint32_t *pos = NULL;
+        if (want & INDUCT_TRAIN_METRIC_LOSS_VECTORS) {
+            pos = malloc((size_t)E * sizeof *pos);
+            acc.vec = malloc((size_t)E * sizeof *acc.vec);
+            acc.pos = pos;
+        }
         if (((want & both) && !acc.pos_sum) ||
-            ((want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) && !acc.prev))
+            ((want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) && !acc.prev) ||
+            ((want & INDUCT_TRAIN_METRIC_LOSS_VECTORS) && (!pos || !acc.vec)))
             rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory");
+        /* loss_vectors: the positions of induct_analysis_loss_positions (pos_seed 0) */
+        if (rc == INDUCT_OK && pos) rc = induct_analysis_loss_positions(m, &ec, pos, E, NULL);
         double total = 0.0;
         if (rc == INDUCT_OK)
             rc = induct__forward_chunks(m, r->eval_tok, E, T, eval_chunk_acc, &acc, &total);
@@ -248,8 +262,13 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
             for (size_t i = 0; i < nh; i++) r->heads[i] = (float)(acc.prev[i] / E);
             rc = add_heads(r, rec, "previous_token_score");
         }
+        /* loss_vectors [eval_batch]: sequence i's loss at pos_i, nats */
+        if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_LOSS_VECTORS))
+            rc = add_list(rec, "loss_vectors", acc.vec, E);
         free(acc.pos_sum);
         free(acc.prev);
+        free(acc.vec);
+        free(pos);
         INDUCT_TRY(rc);
     }
     /* prefix_matching_score [n_layers][n_heads]: the paper's probe (BOS + 25 distinct

@@ -511,10 +511,11 @@ START_TEST(test_analysis_metrics) {
 }
 END_TEST
 
-/* eval_loss, icl_score, loss_by_position and previous_token_score come from one pass
- * over the evaluation set; with an evaluation set of several chunks they still equal
- * the separate calls (eval_loss and the previous-token score bit for bit; the ICL score
- * and the curve bit for bit with the same chunks, to float rounding with one chunk),
+/* eval_loss, icl_score, loss_by_position, previous_token_score and loss_vectors come
+ * from one pass over the evaluation set; with an evaluation set of several chunks they
+ * still equal the separate calls (eval_loss and the previous-token score bit for bit;
+ * the ICL score, the curve and the loss vectors bit for bit with the same chunks, to
+ * float rounding with one chunk),
  * and each is the same whether it is requested alone or with the others. */
 static void one_pass_run(uint32_t metrics, const char *log, induct_model **mo,
                          induct_dataset **dout) {
@@ -551,7 +552,8 @@ static void one_pass_run(uint32_t metrics, const char *log, induct_model **mo,
 START_TEST(test_one_eval_pass) {
     setup_dir();
     const uint32_t all = INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_ICL_SCORE |
-                         INDUCT_TRAIN_METRIC_LOSS_BY_POSITION | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN;
+                         INDUCT_TRAIN_METRIC_LOSS_BY_POSITION | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN |
+                         INDUCT_TRAIN_METRIC_LOSS_VECTORS;
     char log[128];
     snprintf(log, sizeof log, "%s/all.jsonl", dir);
     induct_model *m;
@@ -579,14 +581,23 @@ START_TEST(test_one_eval_pass) {
     induct_eval_config_init(&ec, sizeof ec);
     ec.n_seq = 13;
     ec.seq_len = 512;
-    static float lbp[511], lbp1[511];
+    static float lbp[511], lbp1[511], vec[13], vec1[13];
     for (int k = 0; k < 2; k++) {
         ec.chunk = k ? 13 : 6;
         double icl;
         ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));
         ck_ok(induct_analysis_loss_by_position(m, d, &ec, k ? lbp1 : lbp, 511, &len));
+        ck_ok(induct_analysis_loss_vectors(m, d, &ec, k ? vec1 : vec, 13, NULL, 0));
         if (k == 0) ck_exact(num(r[1], "icl_score"), icl);
         else ck_assert_double_eq_tol(num(r[1], "icl_score"), icl, 1e-5);
+    }
+    /* loss_vectors: induct_analysis_loss_vectors (pos_seed 0) */
+    const cJSON *lv = cJSON_GetObjectItem(r[1], "loss_vectors");
+    ck_assert_int_eq(cJSON_GetArraySize(lv), 13);
+    for (int i = 0; i < 13; i++) {
+        float x = (float)cJSON_GetArrayItem(lv, i)->valuedouble;
+        ck_exact(x, vec[i]);
+        ck_assert_float_eq_tol(x, vec1[i], 1e-5f);
     }
     const cJSON *a = cJSON_GetObjectItem(r[1], "loss_by_position");
     ck_assert_int_eq(cJSON_GetArraySize(a), 511);
@@ -600,10 +611,11 @@ START_TEST(test_one_eval_pass) {
     /* each metric alone: the same bits as in the combined pass */
     static const uint32_t alone[] = {INDUCT_TRAIN_METRIC_LOSS, INDUCT_TRAIN_METRIC_ICL_SCORE,
                                      INDUCT_TRAIN_METRIC_LOSS_BY_POSITION,
-                                     INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN};
+                                     INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN,
+                                     INDUCT_TRAIN_METRIC_LOSS_VECTORS};
     static const char *key[] = {"eval_loss", "icl_score", "loss_by_position",
-                                "previous_token_score"};
-    for (int k = 0; k < 4; k++) {
+                                "previous_token_score", "loss_vectors"};
+    for (int k = 0; k < 5; k++) {
         snprintf(log, sizeof log, "%s/alone-%d.jsonl", dir, k);
         one_pass_run(alone[k], log, &m, &d);
         cJSON *q[4];
@@ -614,7 +626,7 @@ START_TEST(test_one_eval_pass) {
             ck_assert_str_eq(x, y);
             free(x);
             free(y);
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < 5; j++)
                 if (j != k) ck_assert_ptr_null(cJSON_GetObjectItem(q[i], key[j]));
         }
         for (int i = 0; i < 2; i++) cJSON_Delete(q[i]);

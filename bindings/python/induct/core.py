@@ -17,7 +17,8 @@ SPLIT = {"train": 0, "eval": 1}
 OPTIM = {"adamw": 0, "sgd": 1}
 METRIC = {"loss": 0x001, "icl_score": 0x002, "loss_by_position": 0x004,
           "prefix_matching": 0x008, "previous_token": 0x010, "copying": 0x020,
-          "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100}
+          "kv_accuracy": 0x040, "kv_attention": 0x080, "induction_score": 0x100,
+          "loss_vectors": 0x200}
 EVENT = {"step": 0x01, "eval": 0x02, "snapshot": 0x04, "done": 0x08, "target": 0x10}
 #: Token-file formats (INDUCT_TOKFILE_*): raw little-endian uint16 (nanoGPT's train.bin),
 #: raw uint32, and llm.c's headered uint16 format.

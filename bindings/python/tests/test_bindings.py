@@ -178,7 +178,7 @@ def test_train_metrics_and_resume(tmp_path):
     o = induct.Optimizer(m, lr=3e-3)
     seen = []
     log = o.train(d, steps=8, batch=4, seq_len=16, eval_every=4, eval_batch=8,
-                  metrics=("loss", "induction_score", "previous_token"),
+                  metrics=("loss", "induction_score", "previous_token", "loss_vectors"),
                   metrics_path=tmp_path / "m.jsonl", progress=lambda p: seen.append(p))
     recs = induct.read_metrics(log)
     assert [r["step"] for r in recs] == [0, 4, 8]
@@ -187,6 +187,10 @@ def test_train_metrics_and_resume(tmp_path):
     # the last record's eval loss equals an independent forward on the evaluation set
     toks, _ = d.batch(0, 8, 16, split="eval")
     assert recs[-1]["eval_loss"] == pytest.approx(m.forward(toks, logits=False)[2], rel=1e-6)
+    # and its loss vectors are loss_vectors() on that set (pos_seed 0), one chunk: exact
+    lv = m.loss_vectors(d, n_seq=8, seq_len=16, chunk=8).per_seq
+    assert len(recs[-1]["loss_vectors"]) == 8
+    assert np.array_equal(np.array(recs[-1]["loss_vectors"], dtype=np.float32), lv)
     # resume: 8 straight == 4, save, load, 4
     m2, _ = _small()
     o2 = induct.Optimizer(m2, lr=3e-3)
