@@ -80,7 +80,6 @@ typedef struct options {
     /* measurement */
     uint64_t eval_every;     /* --eval-every */
     uint32_t eval_batch;     /* --eval-batch: sequences of the evaluation set */
-    uint64_t pos_seed;       /* --pos-seed: the fixed random position per eval sequence (PCA) */
     uint32_t smooth;         /* --smooth: moving average of the window rule (odd) */
     uint32_t icl_band;       /* --icl-band W: ICL estimator averages L over ±W tokens (0 = single tokens) */
     uint32_t snapshots;      /* --snapshots N: periodic checkpoints (every steps/N) */
@@ -102,7 +101,7 @@ static const options DEFAULTS = {
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
     .cosine = 0, .min_lr_ratio = 0.0, .steps = 1200,
-    .eval_every = 100, .eval_batch = 256, .pos_seed = 0, .smooth = 3, .icl_band = 5, .snapshots = 4,
+    .eval_every = 100, .eval_batch = 256, .smooth = 3, .icl_band = 5, .snapshots = 4,
     .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,
     .threads = 1, .jobs = 2, .out = "phase-change-run", .estimate = 1,
 };
@@ -270,7 +269,7 @@ static void usage(FILE *f) {
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
         "          --grad-clip X (library default)  --schedule constant|cosine (constant)\n"
         "          --min-lr-ratio X (%g)  --steps N (%llu)\n"
-        "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --pos-seed N (%llu)  --smooth N (%u, odd)\n"
+        "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --smooth N (%u, odd)\n"
         "          --icl-band W (%u; ICL averages the loss over +-W tokens, 0 = single tokens)\n"
         "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
         "          --induction-threshold X  --previous-token-threshold X  --duplicate-threshold X\n"
@@ -285,7 +284,7 @@ static void usage(FILE *f) {
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
         (unsigned long long)DEFAULTS.warmup, DEFAULTS.min_lr_ratio,
         (unsigned long long)DEFAULTS.steps, (unsigned long long)DEFAULTS.eval_every,
-        DEFAULTS.eval_batch, (unsigned long long)DEFAULTS.pos_seed, DEFAULTS.smooth,
+        DEFAULTS.eval_batch, DEFAULTS.smooth,
         DEFAULTS.icl_band, DEFAULTS.snapshots, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out);
 }
 
@@ -375,7 +374,7 @@ static void parse_args(int argc, char **argv, options *o) {
             "--heads", "--seq-len", "--ln", "--positional", "--init", "--init-std", "--pos-init",
             "--pos-amp", "--smear-alpha-init", "--seed", "--batch", "--lr", "--warmup",
             "--weight-decay", "--grad-clip", "--schedule", "--min-lr-ratio", "--steps",
-            "--eval-every", "--eval-batch", "--pos-seed", "--smooth", "--icl-band", "--snapshots", "--threads",
+            "--eval-every", "--eval-batch", "--smooth", "--icl-band", "--snapshots", "--threads",
             "--jobs", "--out", "--induction-threshold", "--previous-token-threshold",
             "--duplicate-threshold", NULL};
         int found = 0;
@@ -433,7 +432,6 @@ static void parse_args(int argc, char **argv, options *o) {
         else if (!strcmp(a, "--steps")) o->steps = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-every")) o->eval_every = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-batch")) o->eval_batch = (uint32_t)parse_u64(a, v, 1, 1 << 20);
-        else if (!strcmp(a, "--pos-seed")) o->pos_seed = parse_u64(a, v, 0, UINT64_MAX);
         else if (!strcmp(a, "--icl-band")) o->icl_band = (uint32_t)parse_u64(a, v, 0, 1000);
         else if (!strcmp(a, "--smooth")) {
             o->smooth = (uint32_t)parse_u64(a, v, 1, 1001);
@@ -527,6 +525,8 @@ struct job {
     double *ev_icl;            /* from the context-index average: L[late-1] - L[early-1] */
     double *ev_icl_band;       /* the same with L averaged over ±icl_band tokens */
     float *avg_buf;            /* [T-1] scratch */
+    char *log_path;            /* <model>/metrics.jsonl, read in the callback */
+    long log_off;              /* where the next record starts */
     /* failure */
     int rc;
     char err[1024];
@@ -588,7 +588,7 @@ static void end_progress_line(shared *sh) {
     }
 }
 
-/* ---- training callback: per-token loss vectors at every evaluation ---- */
+/* ---- training callback: each evaluation's loss curve and loss vectors ---- */
 
 /* ICL score from a context-index average L[0 .. T-2]: mean of L over the 2w+1 indices
  * centred on late−1 minus the same around early−1 (w = 0: L[late−1] − L[early−1]). */
@@ -599,6 +599,47 @@ static double band_icl(const float *avg, uint32_t early, uint32_t late, uint32_t
         b += avg[early - 1 - w + k];
     }
     return (a - b) / (double)(2 * w + 1);
+}
+
+/* The record induct_train() appended to the model's log for this evaluation (it writes
+ * the record before it calls back): the next line from j->log_off. NULL on failure. */
+static cJSON *next_record(job *j) {
+    FILE *f = fopen(j->log_path, "rb");
+    if (!f) return NULL;
+    cJSON *rec = NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    int c = EOF;
+    if (buf && fseek(f, j->log_off, SEEK_SET) == 0) {
+        while ((c = fgetc(f)) != EOF && c != '\n') {
+            if (n + 1 == cap) {
+                char *nb = realloc(buf, cap *= 2);
+                if (!nb) break;
+                buf = nb;
+            }
+            buf[n++] = (char)c;
+        }
+    }
+    if (buf && c == '\n') {
+        buf[n] = '\0';
+        rec = cJSON_Parse(buf);
+        if (rec) j->log_off += (long)n + 1;
+    }
+    free(buf);
+    fclose(f);
+    return rec;
+}
+
+/* Copy a JSON list of exactly n numbers into dst; 0 on success. */
+static int json_floats(const cJSON *arr, float *dst, size_t n) {
+    if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return -1;
+    size_t i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, arr) {
+        if (!cJSON_IsNumber(x)) return -1;
+        dst[i++] = (float)x->valuedouble;
+    }
+    return 0;
 }
 
 static int on_progress(const induct_progress *p, void *ud) {
@@ -622,11 +663,19 @@ static int on_progress(const induct_progress *p, void *ud) {
             }
             j->cap_ev = cap;
         }
-        /* reading the model and running analyses is allowed inside the callback */
-        int rc = induct_analysis_loss_vectors(j->m, sh->d, &sh->ec, j->ev_vec + j->n_ev * sh->E,
-                                              sh->E, j->avg_buf, sh->T - 1);
-        if (rc) {
-            job_fail(j, rc, "per-token loss vectors");
+        /* the curve and the loss vectors come from the driver's one evaluation pass
+         * (loss_by_position, loss_vectors): read them back from the record it wrote */
+        cJSON *rec = next_record(j);
+        int bad = !rec ||
+                  json_floats(cJSON_GetObjectItemCaseSensitive(rec, "loss_by_position"),
+                              j->avg_buf, sh->T - 1) ||
+                  json_floats(cJSON_GetObjectItemCaseSensitive(rec, "loss_vectors"),
+                              j->ev_vec + j->n_ev * sh->E, sh->E);
+        cJSON_Delete(rec);
+        if (bad) {
+            j->rc = INDUCT_EFORMAT;
+            snprintf(j->err, sizeof j->err, "[%s] cannot read the evaluation record at step %llu "
+                     "back from %s", j->spec.name, (unsigned long long)p->step, j->log_path);
             return 1;
         }
         j->ev_step[j->n_ev] = p->step;
@@ -1178,7 +1227,8 @@ static void run_job(job *j) {
         return;
     }
     j->avg_buf = xcalloc(sh->T, sizeof(float));
-    char *metrics = path_join(j->dir, "metrics.jsonl");
+    char *metrics = j->log_path = path_join(j->dir, "metrics.jsonl");
+    j->log_off = 0;
     char *snaps = path_join(j->dir, "ckpt-{step}.safetensors");
     induct_train_config tc;
     induct_train_config_init(&tc, sizeof tc);
@@ -1189,6 +1239,7 @@ static void run_job(job *j) {
     tc.eval_batch = o->eval_batch;
     tc.metrics = INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION |
                  INDUCT_TRAIN_METRIC_PREFIX_MATCHING | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN |
+                 INDUCT_TRAIN_METRIC_LOSS_VECTORS |
                  (sh->icl_metric ? INDUCT_TRAIN_METRIC_ICL_SCORE : 0);
     tc.metrics_path = metrics;
     /* snapshots at steps k·steps/N for N = --snapshots (step 0 included when N > 0);
@@ -1203,7 +1254,6 @@ static void run_job(job *j) {
     rc = induct_train(j->o, sh->d, &tc, on_progress, j);
     j->wall = now() - t0;
     j->tokens_per_second = j->tok_s;
-    free(metrics);
     free(snaps);
     if (rc) {
         if (!j->rc) job_fail(j, rc, g_stop ? "training (interrupted)" : "training");
@@ -1593,7 +1643,7 @@ int main(int argc, char **argv) {
     sh.ec.batch_index = 0;
     sh.ec.early = sh.early;
     sh.ec.late = sh.late;
-    sh.ec.pos_seed = o.pos_seed;
+    sh.ec.pos_seed = 0; /* the driver's loss_vectors positions */
     if (o.icl_band >= sh.early || sh.late - 1 + o.icl_band > sh.T - 2)
         bad_input("--icl-band %u does not fit: the bands around tokens %u and %u need "
                   "--icl-band < %u and <= %u", o.icl_band, sh.early, sh.late, sh.early,
@@ -1735,7 +1785,8 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(pca, "n_cols", sh.E);
         cJSON_AddStringToObject(pca, "rows",
             "one per evaluation of every model: the loss of each evaluation sequence at its "
-            "fixed random position (induct_analysis_loss_vectors, pos_seed in config)");
+            "fixed random position (the training log's loss_vectors: induct_analysis_loss_vectors "
+            "with pos_seed 0)");
         r = 0;
         for (size_t i = 0; i < n_models; i++) {
             job *j = &sh.jobs[i];
@@ -1804,7 +1855,7 @@ int main(int argc, char **argv) {
             n_windows ? fmin(1.0, (double)sh.E / (double)n_windows) : NAN);
     cJSON_AddNumberToObject(ecfg, "icl_early_token", sh.early);
     cJSON_AddNumberToObject(ecfg, "icl_late_token", sh.late);
-    cJSON_AddNumberToObject(ecfg, "pos_seed", (double)o.pos_seed);
+    cJSON_AddNumberToObject(ecfg, "pos_seed", 0); /* the driver's loss_vectors positions */
     cJSON_AddNumberToObject(ecfg, "smooth", o.smooth);
     cJSON_AddNumberToObject(ecfg, "icl_band", o.icl_band);
     cJSON_AddNumberToObject(ecfg, "snapshots", o.snapshots);
@@ -1900,6 +1951,7 @@ int main(int argc, char **argv) {
         free(j->ev_icl);
         free(j->ev_icl_band);
         free(j->avg_buf);
+        free(j->log_path);
         free(j->s.step);
         free(j->s.tokens);
         free(j->s.loss);

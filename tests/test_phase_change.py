@@ -85,7 +85,8 @@ def test_jobs_do_not_change_results(runs):
 def test_same_training_without_the_program(runs, corpus, tmp_path):
     """The 2L model trained by the Python bindings' induct_train with no callback and the
     documented configuration gives the same metrics and weights: the flags mean what the
-    docs say, and the analyses in phase-change's progress callback do not disturb training."""
+    docs say, and reading the log back in phase-change's progress callback does not disturb
+    training."""
     sys.path.insert(0, os.path.join(BUILD, "bindings", "python"))
     import induct
     d, _ = runs[1]
@@ -104,7 +105,7 @@ def test_same_training_without_the_program(runs, corpus, tmp_path):
     log = str(tmp_path / "m.jsonl")
     opt.train(data, steps=6, batch=1, seq_len=512, eval_every=2, eval_batch=4,
               metrics=("loss", "icl_score", "loss_by_position", "prefix_matching",
-                       "previous_token"), metrics_path=log)
+                       "previous_token", "loss_vectors"), metrics_path=log)
     ours = [json.loads(l) for l in open(log)]
     theirs = [json.loads(l) for l in open(os.path.join(d, "2L", "metrics.jsonl"))]
     for r in ours + theirs:
@@ -220,7 +221,7 @@ def test_outputs_complete_and_finite(runs):
         mine = [x for x in recs if x["model"] == name]
         assert [x["step"] for x in mine] == [0, 2, 4, 6]
         for key in ("eval_loss", "icl_score", "loss_by_position", "prefix_matching_score",
-                    "previous_token_score"):
+                    "previous_token_score", "loss_vectors"):
             assert all(key in x for x in mine), key
         assert len(mine[0]["loss_by_position"]) == 511
         for f in ("final.safetensors", "ckpt-0.safetensors", "metrics.jsonl"):
@@ -341,6 +342,20 @@ def test_numbers_match_metrics_and_rules(runs):
     assert c["numbers"]["models_with_induction_heads"] == len(ablation_ok)
     ratio = s["pca"]["explained_variance_ratio"]
     assert 0 <= ratio[1] <= ratio[0] <= 1 and ratio[0] + ratio[1] <= 1 + 1e-9
+    # the PCA, recomputed with NumPy from the logged loss vectors: one row per evaluation
+    # of every model (model order, then steps), columns centred
+    order = s["model_order"]
+    X = np.array([x["loss_vectors"] for n in order for x in recs if x["model"] == n])
+    assert X.shape == (sum(len(s["models"][n]["pca_trajectory"]) for n in order), 4)
+    Xc = X - X.mean(axis=0)
+    U, S, _ = np.linalg.svd(Xc, full_matrices=False)
+    np.testing.assert_allclose(ratio[:2], (S**2 / (S**2).sum())[:2], rtol=1e-4, atol=1e-7)
+    ours = np.array([[p["pc1"], p["pc2"]] for n in order
+                     for p in s["models"][n]["pca_trajectory"]])
+    for k in range(2):
+        ref = U[:, k] * S[k]
+        sign = 1.0 if ref @ ours[:, k] >= 0 else -1.0
+        np.testing.assert_allclose(ours[:, k], sign * ref, rtol=0, atol=1e-4 * S[0])
     for c in s["checks"].values():
         assert c["status"] in ("pass", "fail") and c["passed"] == (c["status"] == "pass")
 
