@@ -158,7 +158,6 @@ static int eval_set(const run *r, induct_eval_config *ec) {
  * induct_analysis_loss_vectors). */
 typedef struct eval_acc {
     uint32_t T;
-    const char *fn;
     double *pos_sum; /* [T-1] or NULL */
     double *prev;    /* [n_layers][n_heads] or NULL */
     const uint32_t *pos; /* [n_seq] loss-vector positions, or NULL */
@@ -174,10 +173,10 @@ static int eval_chunk_acc(void *user, induct_model *m, uint32_t b0, uint32_t nb)
             for (uint32_t p = 0; p < T1; p++) a->pos_sum[p] += L[(size_t)b * T1 + p];
     if (a->vec)
         for (uint32_t b = 0; b < nb; b++) a->vec[b0 + b] = L[(size_t)b * T1 + a->pos[b0 + b]];
-    if (a->prev)
-        induct__previous_token_sums(m, T, nb, a->prev);
-    /* induct_model_interrupt() between chunks, as the analysis passes */
-    return induct__an_interrupted(m, a->fn);
+    if (a->prev) induct__previous_token_sums(m, T, nb, a->prev);
+    /* an induct_model_interrupt() during the pass stays set: the run stops before the next
+     * step, after this point's record, snapshot and callback (docs/training.md) */
+    return INDUCT_OK;
 }
 
 /*
@@ -217,7 +216,7 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
     }
     if (rec && (want & one_pass)) {
         size_t nh = r->n_heads_total;
-        eval_acc acc = {.T = T, .fn = "induct_train (evaluation)"};
+        eval_acc acc = {.T = T};
         int rc = INDUCT_OK;
         if (want & both) acc.pos_sum = calloc((size_t)(T - 1), sizeof *acc.pos_sum);
         if (want & INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN) acc.prev = calloc(nh, sizeof *acc.prev);
