@@ -1887,8 +1887,8 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
 #define INDUCT_TRAIN_METRIC_INDUCTION_SCORE 0x100u
 /** Metric: per-token loss vector (ICL paper, Appendix "Data Collection"): the loss of
  *  each evaluation sequence i at its fixed random position `pos_i`, `[eval_batch]`,
- *  nats; induct_analysis_loss_vectors() on the evaluation set with `pos_seed` 0 (the
- *  positions are induct_analysis_loss_positions()'). Stack the vectors of every
+ *  nats; induct_analysis_loss_vectors() on the evaluation set with `pos_seed` 0
+ *  (positions from induct_analysis_loss_positions()). Stack the vectors of every
  *  evaluation (and model) and give them to induct_analysis_pca(). JSON key
  *  `loss_vectors`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS_VECTORS 0x200u
