@@ -666,7 +666,8 @@ static int on_progress(const induct_progress *p, void *ud) {
         /* the curve and the loss vectors come from the driver's one evaluation pass
          * (loss_by_position, loss_vectors): read them back from the record it wrote */
         cJSON *rec = next_record(j);
-        int bad = !rec ||
+        const cJSON *st = rec ? cJSON_GetObjectItemCaseSensitive(rec, "step") : NULL;
+        int bad = !rec || !cJSON_IsNumber(st) || st->valuedouble != (double)p->step ||
                   json_floats(cJSON_GetObjectItemCaseSensitive(rec, "loss_by_position"),
                               j->avg_buf, sh->T - 1) ||
                   json_floats(cJSON_GetObjectItemCaseSensitive(rec, "loss_vectors"),
@@ -1259,6 +1260,9 @@ static void run_job(job *j) {
         if (!j->rc) job_fail(j, rc, g_stop ? "training (interrupted)" : "training");
         return;
     }
+    /* the callback failed at the last evaluation (induct_train returns OK after the last
+     * step whatever the callback says): its message stands */
+    if (j->rc) return;
     char *final = path_join(j->dir, "final.safetensors");
     rc = induct_optimizer_save(j->o, final);
     free(final);

@@ -174,8 +174,8 @@ static int eval_chunk_acc(void *user, induct_model *m, uint32_t b0, uint32_t nb)
     if (a->vec)
         for (uint32_t b = 0; b < nb; b++) a->vec[b0 + b] = L[(size_t)b * T1 + a->pos[b0 + b]];
     if (a->prev) induct__previous_token_sums(m, T, nb, a->prev);
-    /* an induct_model_interrupt() during the pass stays set: the run stops before the next
-     * step, after this point's record, snapshot and callback (docs/training.md) */
+    /* an induct_model_interrupt() during the pass does not stop it: the run stops before
+     * the next step, after this point's record, snapshot and callback (docs/training.md) */
     return INDUCT_OK;
 }
 
@@ -235,6 +235,9 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         double total = 0.0;
         if (rc == INDUCT_OK)
             rc = induct__forward_chunks(m, r->eval_tok, E, T, eval_chunk_acc, &acc, &total);
+        /* an interrupt during the pass is kept for the next step boundary (the callback
+         * may run analyses, which clear the flag) */
+        collect_interrupt(r);
         /* eval_loss: mean per-token loss over the evaluation set, nats */
         if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_LOSS)) {
             double loss = total / ((double)E * (T - 1));

@@ -253,7 +253,8 @@ static int call_train(void) {
     tc.eval_every = 1;
     tc.eval_batch = 2;
     tc.metrics = INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN |
-                 INDUCT_TRAIN_METRIC_INDUCTION_SCORE;
+                 INDUCT_TRAIN_METRIC_INDUCTION_SCORE | INDUCT_TRAIN_METRIC_LOSS_BY_POSITION |
+                 INDUCT_TRAIN_METRIC_LOSS_VECTORS;
     char log[160], snap[160];
     snprintf(log, sizeof log, "%s/metrics.jsonl", dir);
     snprintf(snap, sizeof snap, "%s/snap-{step}.safetensors", dir);
