@@ -256,7 +256,7 @@ static const char *prog = "phase-change";
 
 static void usage(FILE *f) {
     fprintf(f,
-        "usage: %s (--text PATH [--suffix SUF] | --tokens PATH --format u16|u32|llmc [--d-vocab N])\n"
+        "usage: %s (--text PATH [--suffix SUF] | --tokens PATH [--format u16|u32|llmc] [--d-vocab N])\n"
         "       [--out DIR] [options]\n"
         "data:     --text PATH (file or directory)  --suffix .py  --tokens PATH  --format u16|u32|llmc\n"
         "          --d-vocab N (0: largest id + 1)  --eval-windows N (%u)  --data-seed N (%llu)\n"
@@ -1521,7 +1521,8 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
     MD("## Figures\n\n");
     const char *figs[4] = {"phase_change.png", "attention.png", "ablation.png", "pca.png"};
     for (int k = 0; k < 4; k++) MD("- %s/%s\n", dir, figs[k]);
-    MD("\nMake them with: /usr/bin/python3 %s/examples/plot_phase_change.py %s\n",
+    MD("\n(drawn by /usr/bin/python3 %s/examples/plot_phase_change.py %s; "
+       "scripts/phase-change.sh runs it after the program)\n",
        PHASE_CHANGE_SOURCE_ROOT, dir);
 #undef MD
     return b;
@@ -1706,29 +1707,43 @@ int main(int argc, char **argv) {
     printf("running: %u job%s at once, %u thread%s per model, output in %s\n", o.jobs,
            o.jobs > 1 ? "s" : "", o.threads, o.threads > 1 ? "s" : "", o.out);
     if (o.estimate) {
-        /* time two training steps of the deepest model on a throwaway copy */
-        induct_model *m = NULL;
-        induct_optimizer *op = NULL;
-        if ((rc = make_model(&o, &sh.jobs[0].spec, induct_dataset_d_vocab(d), &m, &op)))
-            lib_fail(rc, "creating the model");
-        double t1 = 0;
-        for (int k = 0; k < 2 && !rc; k++) {
-            double ts = now();
-            rc = induct_train_step(op, d, o.batch, sh.T, NULL);
-            t1 = now() - ts;
-        }
-        if (rc) lib_fail(rc, "timing a training step");
-        double work = 0;
-        for (size_t i = 0; i < n_models; i++)
-            work += (double)o.steps * t1 * sh.jobs[i].spec.n_layers / sh.jobs[0].spec.n_layers;
+        /* time two training steps of each model on a throwaway copy (the second counts);
+         * a model's run = steps x (its step + its evaluations: one forward pass of the
+         * evaluation set, about a third of a step per token, every eval_every steps);
+         * the jobs go to the first free slot in order, as the workers take them */
+        double slot[64] = {0}, t_first = 0;
         uint32_t par = o.jobs < n_models ? o.jobs : (uint32_t)n_models;
+        if (par > 64) par = 64;
+        for (size_t i = 0; i < n_models && !rc; i++) {
+            induct_model *m = NULL;
+            induct_optimizer *op = NULL;
+            if ((rc = make_model(&o, &sh.jobs[i].spec, induct_dataset_d_vocab(d), &m, &op)))
+                lib_fail(rc, "creating the model");
+            double t1 = 0;
+            for (int k = 0; k < 2 && !rc; k++) {
+                double ts = now();
+                rc = induct_train_step(op, d, o.batch, sh.T, NULL);
+                t1 = now() - ts;
+            }
+            induct_optimizer_free(op);
+            induct_model_free(m);
+            if (rc) lib_fail(rc, "timing a training step");
+            if (i == 0) t_first = t1;
+            double run = (double)o.steps * t1 *
+                         (1.0 + (double)sh.E / (3.0 * (double)o.batch * (double)o.eval_every));
+            uint32_t k = 0;
+            for (uint32_t q = 1; q < par; q++)
+                if (slot[q] < slot[k]) k = q;
+            slot[k] += run;
+        }
+        double total = 0;
+        for (uint32_t q = 0; q < par; q++)
+            if (slot[q] > total) total = slot[q];
         char est[32];
-        fmt_duration(work / par, est, sizeof est);
-        printf("estimate: %.0f ms per step of %s; about %s of training steps in all, plus "
-               "evaluation (rough: assumes %u free core%s per job)\n", t1 * 1e3,
+        fmt_duration(total, est, sizeof est);
+        printf("estimate: %.0f ms per step of %s; about %s for training and evaluation, plus "
+               "the final analysis (rough: assumes %u free core%s per job)\n", t_first * 1e3,
                sh.jobs[0].spec.name, est, o.threads, o.threads > 1 ? "s" : "");
-        induct_optimizer_free(op);
-        induct_model_free(m);
     }
     fflush(stdout);
 

@@ -3,13 +3,14 @@
 
 Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
 
-Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/2L/final.safetensors and
-writes four PNG files into RUN_DIR:
+Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/<model>/final.safetensors
+and writes four PNG files into RUN_DIR:
   phase_change.png  ICL score and the largest prefix-matching score of any head against
                     training tokens, every model, detected windows shaded, the paper's
                     0.15-nats line;
-  attention.png     attention pattern of the 2-layer model's strongest induction head on
-                    a repeated passage (40 tokens of held-out text, twice);
+  attention.png     attention pattern of the strongest induction head of any model (the
+                    2-layer model's best last-layer head when no model has one) on a
+                    repeated passage (40 tokens of held-out text, twice);
   ablation.png      ICL-score change per ablated head (zero and pattern-preserving);
   pca.png           per-token-loss PCA trajectories of every model.
 The `induct` package is taken from BUILD_DIR/bindings/python (default: the `build`
@@ -125,16 +126,22 @@ def main():
     fig.tight_layout()
     save(fig, "phase_change.png")
 
-    # ---- attention.png: strongest induction head of the 2-layer model ----
-    main_name = "2L" if "2L" in models else max(order, key=lambda n: models[n]["n_layers"])
-    m = models[main_name]
-    pm_final = np.asarray(m["heads"]["prefix_matching"], dtype=float)
-    labels = m["heads"]["labels"]
-    ind = [(l, h) for l in range(len(labels)) for h in range(heads) if labels[l][h] == "induction"]
-    if ind:
-        layer, head = max(ind, key=lambda lh: pm_final[lh])
+    # ---- attention.png: the strongest induction head of any model ----
+    # (by final prefix-matching score; without any, the 2-layer model's best last-layer
+    # prefix-matching head)
+    cands = []
+    for name in order:
+        pm = np.asarray(models[name]["heads"]["prefix_matching"], dtype=float)
+        labels = models[name]["heads"]["labels"]
+        cands += [(pm[l, h], name, l, h) for l in range(len(labels)) for h in range(heads)
+                  if labels[l][h] == "induction"]
+    if cands:
+        _, main_name, layer, head = max(cands)
+        pm_final = np.asarray(models[main_name]["heads"]["prefix_matching"], dtype=float)
         what = "strongest induction head"
-    else:  # no induction head: show the best prefix-matching head of the last layer
+    else:
+        main_name = "2L" if "2L" in models else max(order, key=lambda n: models[n]["n_layers"])
+        pm_final = np.asarray(models[main_name]["heads"]["prefix_matching"], dtype=float)
         layer = pm_final.shape[0] - 1
         head = int(pm_final[layer].argmax())
         what = "no induction head:\nbest last-layer prefix-matching head"

@@ -108,6 +108,10 @@ else
     prefix=$data/$name-bpe$bpe
     tokens=$prefix.u16
     if [ ! -s "$tokens" ]; then
+        if [ ! -s "$plain" ]; then
+            echo "phase-change.sh: the corpus '$corpus' has no text to train a tokenizer on" >&2
+            exit 2
+        fi
         echo "phase-change.sh: training a $bpe-piece BPE tokenizer on $plain"
         spm_train --input="$plain" --model_prefix="$prefix" --vocab_size="$bpe" \
             --model_type=bpe --character_coverage=1.0 --hard_vocab_limit=false \
@@ -116,7 +120,9 @@ else
             --bos_id=-1 --eos_id=-1 --max_sentence_length=65536 \
             --input_sentence_size=0 \
             --num_threads=2 --minloglevel=2 >"$prefix.log" 2>&1 ||
-            { cat "$prefix.log" >&2; exit 1; }
+            { cat "$prefix.log" >&2; rm -f "$prefix.log" "$prefix.model" "$prefix.vocab"
+              echo "phase-change.sh: sentencepiece could not train a tokenizer on $plain" >&2
+              exit 1; }
         echo "phase-change.sh: encoding into $tokens (newline = id $bpe)"
         spm_encode --model="$prefix.model" --output_format=id < "$plain" > "$tokens.ids" ||
             { echo "phase-change.sh: spm_encode failed" >&2; rm -f "$tokens.ids"; exit 1; }

@@ -434,6 +434,22 @@ def test_library_error_exit_1(tmp_path):
     assert r.returncode == 1 and "INDUCT_EFORMAT" in r.stderr, r.stderr
 
 
+def test_script_empty_corpus(tmp_path):
+    """scripts/phase-change.sh refuses an empty corpus before sentencepiece sees it (exit 2,
+    a one-line message) and leaves no tokenizer files behind."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "phase-change.sh")
+    data = tmp_path / "data"
+    r = subprocess.run(["bash", script, "--corpus", str(empty), "--data", str(data),
+                        "--build", BUILD, "--no-plot", "--out", str(tmp_path / "out")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "has no text to train a tokenizer on" in r.stderr
+    assert not any(p.name.endswith((".model", ".vocab", ".u16")) for p in data.iterdir())
+    assert not os.path.exists(tmp_path / "out" / "summary.json")
+
+
 def test_plots(runs):
     d, _ = runs[2]
     r = subprocess.run([sys.executable, PLOT, d, "--build", BUILD], capture_output=True,
