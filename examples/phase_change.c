@@ -858,6 +858,17 @@ static void head_name(int idx, uint32_t H, char *buf, size_t cap) {
     snprintf(buf, cap, "%u.%u", (unsigned)(idx / (int)H), (unsigned)(idx % (int)H));
 }
 
+/* o[key] = "L.H" of head idx, or null when idx < 0 (no such head) */
+static void add_head_or_null(cJSON *o, const char *key, int idx, uint32_t H) {
+    char hn[32];
+    if (idx < 0) {
+        cJSON_AddNullToObject(o, key);
+        return;
+    }
+    head_name(idx, H, hn, sizeof hn);
+    cJSON_AddStringToObject(o, key, hn);
+}
+
 /* ======================================================================== */
 /* Per-model analysis after training. */
 
@@ -1183,19 +1194,9 @@ static int analyse(job *j) {
     add_num(ab, "fraction_removed_by_induction_heads", j->frac_induction);
     add_num(ab, "fraction_removed_by_induction_heads_preserve_patterns", j->frac_induction_pp);
     add_num(ab, "max_fraction_removed_by_other_head", j->max_other_frac);
-    if (j->max_other_head >= 0) {
-        head_name(j->max_other_head, H, hn, sizeof hn);
-        cJSON_AddStringToObject(ab, "max_other_head", hn);
-    } else {
-        cJSON_AddNullToObject(ab, "max_other_head");
-    }
+    add_head_or_null(ab, "max_other_head", j->max_other_head, H);
     add_num(ab, "max_fraction_removed_by_other_head_preserve_patterns", j->max_other_frac_pp);
-    if (j->max_other_head_pp >= 0) {
-        head_name(j->max_other_head_pp, H, hn, sizeof hn);
-        cJSON_AddStringToObject(ab, "max_other_head_preserve_patterns", hn);
-    } else {
-        cJSON_AddNullToObject(ab, "max_other_head_preserve_patterns");
-    }
+    add_head_or_null(ab, "max_other_head_preserve_patterns", j->max_other_head_pp, H);
     cJSON_AddStringToObject(ab, "fraction_rule",
         "(icl_clean - icl_ablated) / icl_clean, defined when icl_clean < 0; 1 = all of the "
         "ICL score removed, 0 = none, negative = ablation strengthens it; a single head's "
