@@ -431,10 +431,9 @@ START_TEST(test_metrics_log) {
 }
 END_TEST
 
-/* The analysis-suite metrics in the log equal independent calls on the final model
- * with the same evaluation set (batch 0 of the eval split, eval_batch sequences). */
-START_TEST(test_analysis_metrics) {
-    setup_dir();
+/* A 2-layer shortformer model (d_model 16, 2 heads, n_ctx 512, d_vocab 40) and an RRT
+ * dataset over its vocabulary: the setting of the ICL-metric tests (seq_len >= 501). */
+static void icl_setting(uint64_t seed, uint64_t data_seed, induct_model **m, induct_dataset **d) {
     induct_model_config mc;
     induct_model_config_init(&mc, sizeof mc);
     mc.n_layers = 2;
@@ -443,15 +442,22 @@ START_TEST(test_analysis_metrics) {
     mc.n_ctx = 512;
     mc.d_vocab = 40;
     mc.positional = INDUCT_POS_SHORTFORMER;
-    mc.seed = 3;
-    induct_model *m;
-    ck_ok(induct_model_new(&m, &mc));
+    mc.seed = seed;
+    ck_ok(induct_model_new(m, &mc));
     induct_rrt_config rc;
     induct_rrt_config_init(&rc, sizeof rc);
     rc.d_vocab = 40;
-    rc.seed = 8;
+    rc.seed = data_seed;
+    ck_ok(induct_dataset_new_rrt(d, &rc));
+}
+
+/* The analysis-suite metrics in the log equal independent calls on the final model
+ * with the same evaluation set (batch 0 of the eval split, eval_batch sequences). */
+START_TEST(test_analysis_metrics) {
+    setup_dir();
+    induct_model *m;
     induct_dataset *d;
-    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    icl_setting(3, 8, &m, &d);
     induct_optimizer *o;
     ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
     char log[128];
@@ -519,21 +525,7 @@ END_TEST
  * and each is the same whether it is requested alone or with the others. */
 static void one_pass_run(uint32_t metrics, const char *log, induct_model **mo,
                          induct_dataset **dout) {
-    induct_model_config mc;
-    induct_model_config_init(&mc, sizeof mc);
-    mc.n_layers = 2;
-    mc.d_model = 16;
-    mc.n_heads = 2;
-    mc.n_ctx = 512;
-    mc.d_vocab = 40;
-    mc.positional = INDUCT_POS_SHORTFORMER;
-    mc.seed = 11;
-    ck_ok(induct_model_new(mo, &mc));
-    induct_rrt_config rc;
-    induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = 40;
-    rc.seed = 4;
-    ck_ok(induct_dataset_new_rrt(dout, &rc));
+    icl_setting(11, 4, mo, dout);
     induct_optimizer *o;
     ck_ok(induct_optimizer_new(&o, *mo, INDUCT_OPTIM_ADAMW));
     induct_train_config c;
