@@ -587,7 +587,7 @@ static void tail(fast_ctx *cx, uint32_t l0, int h, double *loss) {
         double s = 0.0;
         for (size_t u = 0; u < V; u++)
             s += expf(lg[u] - mx);
-        loss[i] = log(s) + (double)mx - (double)lg[cx->tgt[i]];
+        loss[i] = log(s) + ((double)mx - (double)lg[cx->tgt[i]]); /* max cancels first */
     }
 }
 

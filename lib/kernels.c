@@ -449,7 +449,7 @@ double induct__xent_forward(float *losses, const float *logits, const int32_t *t
         double s = 0.0;
         for (size_t v = 0; v < V; v++) s += expf(l[v] - mx);
         int32_t tgt = tokens[b * T + p + 1];
-        losses[bt] = (float)(log(s) + (double)mx - (double)l[tgt]);
+        losses[bt] = (float)(log(s) + ((double)mx - (double)l[tgt])); /* max cancels first */
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
@@ -865,7 +865,10 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
     }
 }
 
-double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+/* The loss of a row is log(sum) + (max - logit[target]): the two terms are added in this
+ * order so that the max cancels exactly in double before the small log(sum) is added
+ * (log(sum) + max first would lose log(sum) entirely once |max| is near 1e17). */
+double induct__xent_forward_lse(float *losses, float *sumexp, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
     int simd = induct__simd_active();
     (void)simd;
@@ -873,21 +876,28 @@ double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
     for (idx bt = 0; bt < (idx)(B * T); bt++) {
         size_t b = (size_t)bt / T, p = (size_t)bt % T;
         const float *l = logits + (size_t)bt * V;
+        float mx;
         double s;
 #ifdef INDUCT_AVX2
-        if (simd) s = lse_row_avx2(l, V);
-        else
+        if (simd) {
+            mx = row_max_avx2(l, V);
+            s = sumexp_row_avx2(l, V, mx);
+        } else
 #endif
-            s = lse_row_scalar(l, V);
-        lse[bt] = (float)s;
-        if (p + 1 < T) losses[b * (T - 1) + p] = (float)(s - (double)l[tokens[bt + 1]]);
+        {
+            mx = row_max_scalar(l, V);
+            s = sumexp_row_scalar(l, V, mx);
+        }
+        sumexp[bt] = (float)s;
+        if (p + 1 < T)
+            losses[b * (T - 1) + p] = (float)(log(s) + ((double)mx - (double)l[tokens[bt + 1]]));
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
     return sum;
 }
 
-void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
                                const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
                                int nt) {
     int simd = induct__simd_active();
@@ -901,11 +911,16 @@ void induct__xent_backward_lse(float *dlogits, const float *logits, const float 
             continue;
         }
         const float *l = logits + (size_t)bt * V;
+        /* probabilities exp(l - max) / sum, the max recomputed (the forward kept only the
+         * sum): subtracting the forward's log-sum-exp rounded to float instead would make
+         * them drift from the true softmax once |logits| is large (every one is 1 near
+         * -1e10) */
+        float mul = (float)((double)scale / (double)sumexp[bt]);
 #ifdef INDUCT_AVX2
-        if (simd) softmax_scaled_avx2(g, l, lse[bt], scale, V);
+        if (simd) softmax_scaled_avx2(g, l, row_max_avx2(l, V), mul, V);
         else
 #endif
-            softmax_scaled_scalar(g, l, lse[bt], scale, V);
+            softmax_scaled_scalar(g, l, row_max_scalar(l, V), mul, V);
         g[tokens[bt + 1]] -= scale;
     }
 }

@@ -106,12 +106,15 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   const float *v, size_t ldv, const float *att, size_t B, size_t T,
                                   size_t H, size_t dh, float *scratch, int nt);
 
-/* Cross-entropy forward that also keeps lse[B*T] = log-sum-exp of every logits row
- * (rows at p = T-1 included) for induct__xent_backward_lse. losses as induct__xent_forward. */
-double induct__xent_forward_lse(float *losses, float *lse, const float *logits,
+/* Cross-entropy forward that also keeps sumexp[B*T] = sum_v exp(logits[v] - max) of every
+ * logits row (rows at p = T-1 included, each in [1, V]) for induct__xent_backward_lse.
+ * losses as induct__xent_forward. Both are invariant to adding a constant to every logit
+ * of a row, for any finite logits. */
+double induct__xent_forward_lse(float *losses, float *sumexp, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
-/* dlogits (overwrite) = (exp(logits - lse) - onehot) * scale for p < T-1, 0 at p = T-1. */
-void induct__xent_backward_lse(float *dlogits, const float *logits, const float *lse,
+/* dlogits (overwrite) = (exp(logits - max) / sumexp - onehot) * scale for p < T-1, 0 at
+ * p = T-1 (the row max recomputed from logits). */
+void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
                                const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
                                int nt);
 

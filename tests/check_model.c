@@ -129,6 +129,142 @@ START_TEST(test_zero_logits_loss) {
 }
 END_TEST
 
+/* Logits equal to b_U (W_U = 0, so logits = 0 + b_U exactly); the model otherwise random. */
+static induct_model *logits_model(const float *b_U) {
+    induct_model *m = make(&VARIANTS[0]);
+    float zeros[8 * 11] = {0};
+    ck_ok(induct_model_set_tensor(m, "unembed.W_U", zeros, 8 * 11));
+    ck_ok(induct_model_set_tensor(m, "unembed.b_U", b_U, 11));
+    return m;
+}
+
+/* Cross-entropy against closed forms at extreme but finite logits: the loss and the
+ * probabilities the backward pass uses (read through the gradient of b_U, which is the
+ * mean over positions of softmax - onehot) are those of the softmax with the max
+ * subtracted, whatever the common offset. */
+START_TEST(test_xent_extreme_logits) {
+    const double offsets[] = {0, -20000, 20000, -1e10, 1e10, -1e17, 1e17, -3e38, 3e38};
+    const double n_rows = B * (T - 1);
+    for (size_t oi = 0; oi < sizeof offsets / sizeof *offsets; oi++) {
+        double c = offsets[oi];
+        /* uniform logits: every probability 1/V, loss ln V, grad b_U = 1/V - share of v */
+        float bU[11];
+        for (int v = 0; v < 11; v++) bU[v] = (float)c;
+        induct_model *m = logits_model(bU);
+        int32_t tok[B * T];
+        tu_tokens(tok, B * T, 11, 1);
+        float losses[B * (T - 1)], g[11];
+        double mean;
+        ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, losses, B * (T - 1), &mean));
+        for (int i = 0; i < B * (T - 1); i++)
+            ck_assert_msg(losses[i] == (float)log(11.0), "offset %g: loss %g, not ln 11", c,
+                          losses[i]);
+        ck_ok(induct_model_backward(m, tok, B, T, NULL));
+        ck_ok(induct_model_get_tensor(m, "unembed.b_U", INDUCT_BUF_GRAD, g, 11, NULL));
+        double gsum = 0;
+        for (int v = 0; v < 11; v++) {
+            double share = 0;
+            for (int b = 0; b < B; b++)
+                for (int p = 1; p < T; p++) share += tok[b * T + p] == v;
+            ck_assert_msg(fabs(g[v] - (1.0 / 11 - share / n_rows)) < 1e-6,
+                          "offset %g: grad b_U[%d] = %.9g, expected %.9g", c, v, g[v],
+                          1.0 / 11 - share / n_rows);
+            gsum += g[v];
+        }
+        ck_assert_msg(fabs(gsum) < 1e-6, "offset %g: grad b_U sums to %g, not 0", c, gsum);
+        induct_model_free(m);
+
+        /* two tied maxima, the rest far below: probabilities exactly 1/2, 1/2, 0 ... */
+        double gap = fabs(c) / 10 > 1000 ? fabs(c) / 10 : 1000;
+        for (int v = 0; v < 11; v++) bU[v] = v < 2 ? (float)c : (float)(c - gap);
+        m = logits_model(bU);
+        tu_tokens(tok, B * T, 2, 5); /* targets among the two maxima */
+        ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, losses, B * (T - 1), &mean));
+        for (int i = 0; i < B * (T - 1); i++)
+            ck_assert_msg(losses[i] == (float)log(2.0), "offset %g: loss %g, not ln 2", c,
+                          losses[i]);
+        ck_ok(induct_model_backward(m, tok, B, T, NULL));
+        ck_ok(induct_model_get_tensor(m, "unembed.b_U", INDUCT_BUF_GRAD, g, 11, NULL));
+        double share0 = 0;
+        for (int b = 0; b < B; b++)
+            for (int p = 1; p < T; p++) share0 += tok[b * T + p] == 0;
+        ck_assert_double_eq_tol(g[0], 0.5 - share0 / n_rows, 1e-6);
+        ck_assert_double_eq_tol(g[1], 0.5 - (n_rows - share0) / n_rows, 1e-6);
+        for (int v = 2; v < 11; v++) ck_assert_float_eq(g[v], 0.0f);
+        induct_model_free(m);
+    }
+}
+END_TEST
+
+/* Adding a constant to every logit changes neither the losses nor any gradient: with
+ * logits on a 1/8 grid the shifted logits are exact, so the results are bit-identical. */
+START_TEST(test_xent_shift_invariance) {
+    const double offsets[] = {-1e6, -20000, -100, 100, 20000, 1e6};
+    float base[11], bU[11];
+    for (int v = 0; v < 11; v++) base[v] = (float)((v * 37 % 64) - 32) / 8.0f; /* in [-4, 4) */
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 2);
+    induct_model *m0 = logits_model(base);
+    float l0[B * (T - 1)], l1[B * (T - 1)];
+    ck_ok(induct_model_forward(m0, tok, B, T, NULL, 0, l0, B * (T - 1), NULL));
+    ck_ok(induct_model_backward(m0, tok, B, T, NULL));
+    size_t nt = induct_model_n_tensors(m0);
+    for (size_t oi = 0; oi < sizeof offsets / sizeof *offsets; oi++) {
+        for (int v = 0; v < 11; v++) {
+            bU[v] = (float)(base[v] + offsets[oi]);
+            ck_assert((double)bU[v] == (double)base[v] + offsets[oi]); /* exact */
+        }
+        induct_model *m = logits_model(bU);
+        ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, l1, B * (T - 1), NULL));
+        ck_assert_msg(memcmp(l0, l1, sizeof l0) == 0, "offset %g changes the losses",
+                      offsets[oi]);
+        ck_ok(induct_model_backward(m, tok, B, T, NULL));
+        for (size_t i = 0; i < nt; i++) {
+            const char *name;
+            size_t n;
+            ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+            float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1);
+            ck_ok(induct_model_get_tensor(m0, name, INDUCT_BUF_GRAD, g0, n, NULL));
+            ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g1, n, NULL));
+            ck_assert_msg(memcmp(g0, g1, n * sizeof *g0) == 0,
+                          "offset %g changes the gradient of %s", offsets[oi], name);
+            free(g0), free(g1);
+        }
+        induct_model_free(m);
+    }
+    induct_model_free(m0);
+}
+END_TEST
+
+/* Logits that overflow to +-inf (finite weights, an overflowing product): the loss is not
+ * finite and forward and backward report INDUCT_ENUMERIC. */
+START_TEST(test_xent_nonfinite_logits) {
+    for (int sign = -1; sign <= 1; sign += 2) {
+        induct_model *m = make(&VARIANTS[0]);
+        size_t nt = induct_model_n_tensors(m);
+        for (size_t i = 0; i < nt; i++) {
+            const char *name;
+            size_t n;
+            ck_ok(induct_model_tensor_info(m, i, &name, NULL, NULL, &n));
+            float *buf = calloc(n, sizeof *buf);
+            float fill = !strcmp(name, "embed.W_E") ? 1.0f
+                         : !strcmp(name, "unembed.W_U") ? (float)sign * 3e38f
+                                                         : 0.0f;
+            for (size_t j = 0; j < n; j++) buf[j] = fill;
+            ck_ok(induct_model_set_tensor(m, name, buf, n));
+            free(buf);
+        }
+        int32_t tok[B * T];
+        tu_tokens(tok, B * T, 11, 3);
+        float logits[B * T * 11];
+        ck_assert_status(induct_model_forward(m, tok, B, T, logits, B * T * 11, NULL, 0, NULL),
+                         INDUCT_ENUMERIC);
+        ck_assert_status(induct_model_backward(m, tok, B, T, NULL), INDUCT_ENUMERIC);
+        induct_model_free(m);
+    }
+}
+END_TEST
+
 /* Attention rows sum to 1 and keys after the query get exactly 0. */
 START_TEST(test_attention_pattern) {
     induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
@@ -238,6 +374,9 @@ Suite *model_suite(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_causality);
     tcase_add_test(tc, test_zero_logits_loss);
+    tcase_add_test(tc, test_xent_extreme_logits);
+    tcase_add_test(tc, test_xent_shift_invariance);
+    tcase_add_test(tc, test_xent_nonfinite_logits);
     tcase_add_test(tc, test_attention_pattern);
     tcase_add_test(tc, test_extreme_scores);
     tcase_add_test(tc, test_determinism);

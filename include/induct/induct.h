@@ -377,7 +377,9 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
  * @brief Forward pass on a batch of token ids.
  *
  * Per-token loss (DEFINITIONS): `loss[b][p] = −ln P(tokens[b][p+1] | tokens[b][0..p])`
- * in nats for p in 0 … seq_len−2. Cross-entropy via log-sum-exp.
+ * in nats for p in 0 … seq_len−2. Cross-entropy via log-sum-exp with the row maximum
+ * subtracted: adding a constant to every logit of a row changes neither the losses nor
+ * (induct_model_backward()) any gradient, for any finite logits.
  * Analysis ablations in force (see analysis functions) apply.
  *
  * @param model The model (its workspace is written; the weights are only read).
@@ -397,7 +399,8 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
  *         2^31 − 1 positions, a workspace above 2^36 floats or one that would take
  *         the model past its `max_bytes`, or an output length that overflows
  *         `size_t`); ::INDUCT_ENOMEM (workspace);
- *         ::INDUCT_ENUMERIC (non-finite loss).
+ *         ::INDUCT_ENUMERIC (non-finite loss: a logit that overflowed to ±inf or is
+ *         NaN, or a loss above the float range).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_model_forward(induct_model *model, const int32_t *tokens, uint32_t batch,
