@@ -95,10 +95,21 @@ def _heads_list(heads):
 
 class Ablation:
     """Head ablations in force on a model until restore() (or the end of a `with`
-    block). Made by Model.ablate(). Restoring puts back exactly the ablations and the
-    pattern-preservation flag that were in force before (normally none, which is
-    induct_model_clear_ablations(): later forward passes are bit-identical to those
-    of a never-ablated model). The mean reference, if set, is kept."""
+    block). Made by Model.ablate().
+
+    Each handle undoes exactly what it did, in any order: it records, for every head
+    it set (and for the pattern-preservation flag if it turned it on), the value
+    before it and the value it put. restore() puts the earlier value back, unless
+    a handle made later and still in force set the same head (that handle then
+    restores to the earlier value when it ends), or the head was changed by other
+    means since (ablate_head(), clear_ablations(), ...; the change is kept). So
+    handles may end in any order, and an ablation made inside someone else's `with`
+    block (by another handle or by ablate_head()) survives that block's exit. Once
+    no head is ablated, induct_model_clear_ablations() runs: later forward passes
+    are bit-identical to those of a never-ablated model. The mean reference, if set,
+    is kept. Not thread-safe (like the model)."""
+
+    _PRESERVE = "preserve_patterns"
 
     def __init__(self, model, heads, mode="zero", preserve_patterns=False):
         self.model = model
@@ -106,32 +117,65 @@ class Ablation:
         if mode not in ("zero", "mean"):
             raise ValueError(f"mode must be 'zero' or 'mean', got {mode!r}")
         self.mode = mode
-        self._saved = model.ablations()
+        self._undo = {}  # (layer, head) or _PRESERVE -> [value before, value put]
         self._active = True
+        model._live_ablations().append(self)
         try:
             for layer, head in self.heads:
-                call("induct_model_ablate_head", model, layer, head, ABLATE[mode])
+                self._apply((layer, head), ABLATE[mode])
             if preserve_patterns:
-                call("induct_model_set_preserve_patterns", model, 1)
+                self._apply(self._PRESERVE, 1)
         except BaseException:
             self.restore()
             raise
 
+    def _current(self):
+        modes, preserve = self.model.ablations()
+        return _arrays.to_list(modes), int(preserve)
+
+    def _get(self, state, key):
+        modes, preserve = state
+        return preserve if key == self._PRESERVE else modes[key[0]][key[1]]
+
+    def _put(self, key, v):
+        if key == self._PRESERVE:
+            call("induct_model_set_preserve_patterns", self.model, v)
+        else:
+            call("induct_model_ablate_head", self.model, key[0], key[1], v)
+
+    def _apply(self, key, v):
+        if key in self._undo:  # a head listed twice
+            before = self._undo[key][0]
+        else:
+            modes, preserve = self._current()
+            if key == self._PRESERVE:
+                before = preserve
+            elif 0 <= key[0] < len(modes) and 0 <= key[1] < len(modes[0]):
+                before = modes[key[0]][key[1]]
+            else:
+                before = None  # out of range: the C call below refuses it
+        self._put(key, v)
+        self._undo[key] = [before, v]
+
     def restore(self):
-        """Put back the ablations in force before this one (idempotent)."""
+        """Undo this handle's ablations (idempotent); see the class docstring."""
         if not self._active:
             return
         self._active = False
-        modes, preserve = self._saved
-        flat = _arrays.to_list(modes)
-        flat = [m for row in flat for m in row]
-        if not any(flat) and not preserve:
+        live = self.model._live_ablations()
+        i = next(k for k, h in enumerate(live) if h is self)
+        later = live[i + 1:]
+        del live[i]
+        state = self._current()
+        for key, (before, mine) in self._undo.items():
+            nxt = next((h for h in later if key in h._undo), None)
+            if nxt is not None:
+                nxt._undo[key][0] = before  # it now ends on what was there before this one
+            elif self._get(state, key) == mine:
+                self._put(key, before)
+        modes, preserve = self._current()
+        if not preserve and not any(m for row in modes for m in row):
             call("induct_model_clear_ablations", self.model)
-            return
-        H = self.model.config["n_heads"]
-        for i, m in enumerate(flat):
-            call("induct_model_ablate_head", self.model, i // H, i % H, m)
-        call("induct_model_set_preserve_patterns", self.model, int(preserve))
 
     @property
     def active(self):
@@ -146,6 +190,13 @@ class Ablation:
 
 class ModelAnalysis:
     """Analysis methods of induct.Model (see the module docstring for the keywords)."""
+
+    def _live_ablations(self):
+        """The Ablation handles in force on this model, oldest first."""
+        live = self.__dict__.get("_ablations_live")
+        if live is None:
+            live = self.__dict__["_ablations_live"] = []
+        return live
 
     def _lh(self):
         c = self.config

@@ -358,6 +358,68 @@ def test_ablation_context_restores_bit_identical_outputs():
     ab.restore()
     ab.restore()
     assert np.array_equal(m.forward(toks)[0], before)
+
+
+def test_ablation_handles_in_any_order():
+    """Each handle undoes exactly what it did, whatever the order of the restores."""
+    m, d = _model_b(), _dataset()
+    toks = d.batch(0, 3, 40, split="eval")[0]
+    before = m.forward(toks)[0].copy()
+    m.set_ablation_mean(toks)
+    modes = lambda: m.ablations()[0].tolist()
+
+    # first in, first out: the later handle's head stays, then nothing is left
+    a, b = m.ablate((0, 1)), m.ablate((1, 2), preserve_patterns=True)
+    a.restore()
+    assert modes() == [[0, 0, 0, 0], [0, 0, 1, 0]] and m.ablations()[1] is True
+    b.restore()
+    assert modes() == [[0] * 4, [0] * 4] and m.ablations()[1] is False
+    assert np.array_equal(m.forward(toks)[0], before)
+    m.backward(toks)  # training is allowed again
+
+    # the same head set twice: each restore leaves the other handle's mode
+    for order in ("fifo", "lifo"):
+        a, b = m.ablate((0, 0)), m.ablate((0, 0), mode="mean")
+        assert modes()[0][0] == 2
+        first, second = (a, b) if order == "fifo" else (b, a)
+        first.restore()
+        assert modes()[0][0] == (2 if order == "fifo" else 1)
+        second.restore()
+        assert modes()[0][0] == 0
+    assert np.array_equal(m.forward(toks)[0], before)
+
+    # three handles, the middle one first, on overlapping heads
+    a = m.ablate([(0, 0), (0, 1)])
+    b = m.ablate([(0, 1), (1, 1)], mode="mean")
+    c = m.ablate([(1, 1), (1, 3)])
+    b.restore()
+    assert modes() == [[1, 1, 0, 0], [0, 1, 0, 1]]
+    c.restore()
+    assert modes() == [[1, 1, 0, 0], [0, 0, 0, 0]]
+    a.restore()
+    assert np.array_equal(m.forward(toks)[0], before)
+
+
+def test_ablation_inside_another_block_survives_it():
+    m, d = _model_b(), _dataset()
+    toks = d.batch(0, 3, 40, split="eval")[0]
+    before = m.forward(toks)[0].copy()
+    with m.ablate((0, 0)):
+        mine = m.ablate((1, 1))  # a handle of the user's, not restored in the block
+        m.ablate_head(1, 2)      # and a plain ablation
+    assert m.ablations()[0].tolist() == [[0, 0, 0, 0], [0, 1, 1, 0]]
+    mine.restore()
+    assert m.ablations()[0].tolist() == [[0, 0, 0, 0], [0, 0, 1, 0]]
+    # a head the outer block had set but the user changed inside keeps the user's mode
+    with m.ablate((0, 3)):
+        m.ablate_head(0, 3, "none")
+        m.ablate_head(0, 3, "zero")
+        m.ablate_head(0, 3, "none")
+        m.set_ablation_mean(toks)
+        m.ablate_head(0, 3, "mean")
+    assert m.ablations()[0].tolist() == [[0, 0, 0, 2], [0, 0, 1, 0]]
+    m.clear_ablations()
+    assert np.array_equal(m.forward(toks)[0], before)
     # training works again
     assert induct.Optimizer(m).train_step(toks) > 0
 
