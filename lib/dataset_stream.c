@@ -1,31 +1,59 @@
-#define _DEFAULT_SOURCE /* madvise and MADV_DONTNEED (not in POSIX) */
+#define _XOPEN_SOURCE 700 /* pread */
 /* Token streams behind text and token-file datasets: the position split, random
- * train windows, the fixed evaluation windows, and bounded residency of mappings.
+ * train windows, the fixed evaluation windows, and reads from files with pread(2).
  * Rules: include/induct/induct.h (induct_text_config) and docs/datasets.md. */
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include <unistd.h>
 
 #include "dataset_stream.h"
 
 __extension__ typedef unsigned __int128 u128;
 
-void induct__store_touch(induct__store *st, uint64_t bytes) {
-    if (!st->map || st->resident_limit == 0) return;
-    uint64_t old = atomic_fetch_add(&st->touched, bytes);
-    if (old < st->resident_limit && old + bytes >= st->resident_limit) {
-        /* Read-only mapping: dropped pages are read again from the file on the next
-         * access, so concurrent readers see the same bytes. */
-        madvise(st->map, st->map_len, MADV_DONTNEED);
-        atomic_store(&st->touched, 0);
+int induct__store_read(const induct__store *st, uint64_t first, uint64_t count, int32_t *out) {
+    if (st->data) {
+        for (uint64_t j = 0; j < count; j++) out[j] = induct__store_get(st, first + j);
+        return INDUCT_OK;
     }
+    unsigned char buf[8192];
+    const uint64_t per = sizeof buf / st->width;
+    while (count > 0) {
+        uint64_t k = count < per ? count : per;
+        size_t want = (size_t)(k * st->width), got = 0;
+        uint64_t pos = st->offset + first * st->width;
+        while (got < want) {
+            ssize_t r = pread(st->fd, buf + got, want - got, (off_t)(pos + got));
+            if (r < 0 && errno == EINTR) continue;
+            INDUCT_FAIL_IF(r < 0, INDUCT_EIO, "%s: read failed at byte %llu: %s", st->path,
+                           (unsigned long long)(pos + got), strerror(errno));
+            INDUCT_FAIL_IF(r == 0, INDUCT_EIO,
+                           "%s: the file ends at byte %llu, before its token %llu: it was "
+                           "truncated or changed while in use",
+                           st->path, (unsigned long long)(pos + got),
+                           (unsigned long long)(first + got / st->width));
+            got += (size_t)r;
+        }
+        const unsigned char *p = buf;
+        if (st->width == 2)
+            for (uint64_t j = 0; j < k; j++, p += 2)
+                out[j] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8);
+        else
+            for (uint64_t j = 0; j < k; j++, p += 4)
+                out[j] = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                   (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        out += k;
+        first += k;
+        count -= k;
+    }
+    return INDUCT_OK;
 }
 
 int induct__stream_new(struct induct__stream **out) {
     struct induct__stream *s = calloc(1, sizeof *s);
     INDUCT_FAIL_IF(!s, INDUCT_ENOMEM, "out of memory allocating a token stream");
-    for (int i = 0; i < 2; i++) atomic_init(&s->store[i].touched, 0);
+    for (int i = 0; i < 2; i++) s->store[i].fd = -1;
     *out = s;
     return INDUCT_OK;
 }
@@ -33,7 +61,8 @@ int induct__stream_new(struct induct__stream **out) {
 void induct__stream_free(struct induct__stream *s) {
     if (!s) return;
     for (uint32_t i = 0; i < 2; i++) {
-        if (s->store[i].map) munmap(s->store[i].map, s->store[i].map_len);
+        if (s->store[i].fd >= 0) close(s->store[i].fd);
+        free(s->store[i].path);
         free(s->store[i].owned);
     }
     free(s->split[0].seg);
@@ -114,8 +143,8 @@ int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint
 }
 
 /* Tokens [start, start+T) of a split's logical stream into out. */
-static void read_window(struct induct__stream *s, const induct__split *sp, uint64_t start,
-                        uint32_t T, int32_t *out) {
+static int read_window(struct induct__stream *s, const induct__split *sp, uint64_t start,
+                       uint32_t T, int32_t *out) {
     size_t lo = 0, hi = sp->n_seg - 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo + 1) / 2;
@@ -126,14 +155,13 @@ static void read_window(struct induct__stream *s, const induct__split *sp, uint6
     uint32_t done = 0;
     for (size_t i = lo; done < T; i++) {
         const induct__seg *g = &sp->seg[i];
-        induct__store *st = &s->store[g->store];
         uint64_t o = pos - g->cum, take = g->len - o;
         if (take > T - done) take = T - done;
-        for (uint64_t j = 0; j < take; j++) out[done + j] = induct__store_get(st, g->off + o + j);
-        induct__store_touch(st, take * st->width);
+        INDUCT_TRY(induct__store_read(&s->store[g->store], g->off + o, take, out + done));
         done += (uint32_t)take;
         pos += take;
     }
+    return INDUCT_OK;
 }
 
 /* Size of the fixed evaluation set of a held-out stream of n tokens. */
@@ -190,7 +218,7 @@ int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index
         uint64_t n_starts = sp->n - T; /* starts 0 .. n-T-1 */
         for (uint32_t b = 0; b < B; b++) {
             uint64_t st = induct__rng_below(&r, n_starts);
-            read_window(s, sp, st, T, tokens + (size_t)b * T);
+            INDUCT_TRY(read_window(s, sp, st, T, tokens + (size_t)b * T));
             if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
         }
         return INDUCT_OK;
@@ -205,7 +233,7 @@ int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index
     for (uint32_t b = 0; b < B; b++) {
         uint64_t w = (first + b) % E;
         uint64_t st = eval_start(sp->n, T, s->n_eval_windows, E, k, w);
-        read_window(s, sp, st, T, tokens + (size_t)b * T);
+        INDUCT_TRY(read_window(s, sp, st, T, tokens + (size_t)b * T));
         if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
     }
     return INDUCT_OK;

@@ -1,20 +1,19 @@
-/* Token streams shared by text and token-file datasets (issue 3): backing stores
- * (owned memory or a read-only file mapping, little-endian uint16/uint32), the
- * train/validation split into segments, and window reads with bounded residency. */
+/* Token streams shared by text and token-file datasets: backing stores (owned memory,
+ * or a file read with pread(2) and never mapped; little-endian uint16/uint32), the
+ * train/validation split into segments, and window reads. */
 #ifndef INDUCT_DATASET_STREAM_H
 #define INDUCT_DATASET_STREAM_H
 
 #include "induct_internal.h"
 
 typedef struct induct__store {
-    const unsigned char *data; /* first token */
+    const unsigned char *data; /* first token of an in-memory store, or NULL for a file */
     uint64_t n;                /* tokens */
     unsigned width;            /* bytes per token: 2 or 4, little-endian */
-    void *map;                 /* munmap target, or NULL */
-    size_t map_len;
+    int fd;                    /* file store: read with pread(2); -1 for none */
+    uint64_t offset;           /* file store: byte offset of the first token */
+    char *path;                /* file store: its path, for messages (owned) */
     unsigned char *owned;      /* free target, or NULL */
-    uint64_t resident_limit;   /* bytes read between page releases; 0 = never */
-    _Atomic uint64_t touched;  /* bytes read since the last release */
 } induct__store;
 
 typedef struct induct__seg {
@@ -36,7 +35,7 @@ struct induct__stream {
     uint32_t n_eval_windows;
 };
 
-/* Token i of a store (validated ids fit int32). */
+/* Token i of an in-memory store (validated ids fit int32). */
 static inline int32_t induct__store_get(const induct__store *st, uint64_t i) {
     const unsigned char *p = st->data + i * st->width;
     if (st->width == 2) return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8);
@@ -44,8 +43,11 @@ static inline int32_t induct__store_get(const induct__store *st, uint64_t i) {
                      (uint32_t)p[3] << 24);
 }
 
-/* Account `bytes` read from a mapped store; release its pages past the limit. */
-void induct__store_touch(induct__store *st, uint64_t bytes);
+/* Tokens [first, first + count) of a store into out (int32, ids not checked). A file
+ * store is read with pread(2) through a small stack buffer: thread-safe, and nothing of
+ * the file becomes resident in the process. INDUCT_EIO if the file cannot be read or is
+ * shorter than when it was opened. */
+int induct__store_read(const induct__store *st, uint64_t first, uint64_t count, int32_t *out);
 
 int induct__stream_new(struct induct__stream **out);
 /* Append [off, off+len) of `store` to a split (merged with the previous segment when

@@ -1,13 +1,13 @@
-#define _DEFAULT_SOURCE /* madvise and MADV_DONTNEED (not in POSIX) */
+#define _XOPEN_SOURCE 700 /* pread */
 /* Token files: raw little-endian uint16/uint32 (nanoGPT) and llm.c's headered
- * format. Opened read-only through mmap and validated in one bounded-residency pass;
- * written atomically (temporary file in the same directory, fsync, rename). */
+ * format. Read with pread(2) through small buffers, never mapped, so that the file
+ * does not become part of the process's resident memory; validated in one pass when
+ * opened; written atomically (temporary file in the same directory, fsync, rename). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,61 +35,49 @@ INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size
     return INDUCT_OK;
 }
 
-static int32_t le32(const unsigned char *p) {
-    return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                     (uint32_t)p[3] << 24);
-}
-
-/* Map, check and scan one token file into `st`. On success *max_id is the largest id.
- * d_vocab 0 = no bound other than INT32_MAX. */
+/* Open, check and scan one token file into `st` (which keeps the descriptor). On
+ * success *max_id is the largest id. d_vocab 0 = no bound other than INT32_MAX. */
 static int store_open(induct__store *st, const char *path, uint32_t format, uint32_t d_vocab,
-                      uint64_t resident_limit, uint32_t *max_id) {
+                      uint32_t *max_id) {
     memset(st, 0, sizeof *st);
-    atomic_init(&st->touched, 0);
+    st->fd = -1;
     INDUCT_FAIL_IF(format > INDUCT_TOKFILE_LLMC, INDUCT_EINVAL,
                    "%s: unknown token-file format %u", path, format);
+    st->path = strdup(path);
+    INDUCT_FAIL_IF(!st->path, INDUCT_ENOMEM, "%s: out of memory", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    INDUCT_FAIL_IF(fd < 0, INDUCT_EIO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) {
+        int e = errno;
+        free(st->path);
+        st->path = NULL;
+        return induct__fail(INDUCT_EIO, "%s: cannot open: %s", path, strerror(e));
+    }
+    st->fd = fd;
+    int rc = INDUCT_OK;
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         int e = errno;
-        close(fd);
-        return induct__fail(INDUCT_EIO, "%s: %s", path,
-                            e ? strerror(e) : "not a regular file");
+        rc = induct__fail(INDUCT_EIO, "%s: %s", path, e ? strerror(e) : "not a regular file");
+        goto fail;
     }
     uint64_t size = (uint64_t)sb.st_size;
     unsigned width = format == INDUCT_TOKFILE_U32 ? 4 : 2;
-    uint64_t header = format == INDUCT_TOKFILE_LLMC ? LLMC_HEADER_BYTES : 0;
-    int rc = INDUCT_OK;
     uint64_t n = 0;
+    st->width = width;
     if (format == INDUCT_TOKFILE_LLMC) {
-        if (size < LLMC_HEADER_BYTES)
+        if (size < LLMC_HEADER_BYTES) {
             rc = induct__fail(INDUCT_EFORMAT,
                               "%s: truncated: %llu bytes cannot hold the 1024-byte llm.c header",
                               path, (unsigned long long)size);
-    } else if (size == 0) {
-        rc = induct__fail(INDUCT_EFORMAT, "%s: zero tokens: the file is empty", path);
-    } else if (size % width != 0) {
-        rc = induct__fail(INDUCT_EFORMAT,
-                          "%s: truncated: %llu bytes is not a whole number of %u-byte tokens",
-                          path, (unsigned long long)size, width);
-    }
-    if (rc == INDUCT_OK && size > SIZE_MAX)
-        rc = induct__fail(INDUCT_ELIMIT, "%s: too large to map", path);
-    void *map = NULL;
-    if (rc == INDUCT_OK) {
-        map = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED) {
-            map = NULL;
-            rc = induct__fail(INDUCT_EIO, "%s: cannot map %llu bytes: %s", path,
-                              (unsigned long long)size, strerror(errno));
+            goto fail;
         }
-    }
-    close(fd);
-    if (rc != INDUCT_OK) return rc;
-    const unsigned char *base = map;
-    if (format == INDUCT_TOKFILE_LLMC) {
-        int32_t magic = le32(base), version = le32(base + 4), count = le32(base + 8);
+        /* the first three ints of the header, read as 2 x uint16 tokens each */
+        int32_t h16[6];
+        st->n = 6;
+        if ((rc = induct__store_read(st, 0, 6, h16)) != INDUCT_OK) goto fail;
+        uint32_t u[3];
+        for (int k = 0; k < 3; k++) u[k] = (uint32_t)h16[2 * k] | (uint32_t)h16[2 * k + 1] << 16;
+        int32_t magic = (int32_t)u[0], version = (int32_t)u[1], count = (int32_t)u[2];
         if (magic != INDUCT_LLMC_MAGIC)
             rc = induct__fail(INDUCT_EFORMAT,
                               "%s: bad magic %d (llm.c token files start with %d)", path, magic,
@@ -119,47 +107,53 @@ static int store_open(induct__store *st, const char *path, uint32_t format, uint
                                   path, count, (unsigned long long)want, (unsigned long long)size);
             n = (uint64_t)count;
         }
+    } else if (size == 0) {
+        rc = induct__fail(INDUCT_EFORMAT, "%s: zero tokens: the file is empty", path);
+    } else if (size % width != 0) {
+        rc = induct__fail(INDUCT_EFORMAT,
+                          "%s: truncated: %llu bytes is not a whole number of %u-byte tokens",
+                          path, (unsigned long long)size, width);
     } else {
         n = size / width;
     }
-    st->map = map;
-    st->map_len = (size_t)size;
-    st->data = base + header;
-    st->n = n;
-    st->width = width;
-    st->resident_limit = resident_limit;
     if (rc != INDUCT_OK) goto fail;
-    /* One pass over every id, releasing pages as it goes. */
+    st->offset = format == INDUCT_TOKFILE_LLMC ? LLMC_HEADER_BYTES : 0;
+    st->n = n;
+    /* One pass over every id, in chunks of 64 Ki tokens. */
+    enum { CHUNK = 1 << 16 };
+    int32_t *buf = malloc(CHUNK * sizeof *buf);
+    if (!buf) {
+        rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", path);
+        goto fail;
+    }
     uint32_t mx = 0;
-    const uint64_t chunk = 1u << 20;
-    madvise(map, (size_t)size, MADV_SEQUENTIAL);
-    for (uint64_t i = 0; i < n && rc == INDUCT_OK; i += chunk) {
-        uint64_t e = n - i < chunk ? n : i + chunk;
-        for (uint64_t j = i; j < e; j++) {
-            uint32_t id = (uint32_t)induct__store_get(st, j);
+    for (uint64_t i = 0; i < n && rc == INDUCT_OK; i += CHUNK) {
+        uint64_t k = n - i < CHUNK ? n - i : CHUNK;
+        if ((rc = induct__store_read(st, i, k, buf)) != INDUCT_OK) break;
+        for (uint64_t j = 0; j < k; j++) {
+            uint32_t id = (uint32_t)buf[j];
             if (width == 4 && id > INT32_MAX) {
                 rc = induct__fail(INDUCT_ERANGE, "%s: token %llu is %u, above INT32_MAX", path,
-                                  (unsigned long long)j, id);
+                                  (unsigned long long)(i + j), id);
                 break;
             }
             if (d_vocab && id >= d_vocab) {
                 rc = induct__fail(INDUCT_ERANGE, "%s: token %llu is %u, not below d_vocab %u",
-                                  path, (unsigned long long)j, id, d_vocab);
+                                  path, (unsigned long long)(i + j), id, d_vocab);
                 break;
             }
             if (id > mx) mx = id;
         }
-        induct__store_touch(st, (e - i) * width);
     }
-    madvise(map, (size_t)size, MADV_NORMAL);
-    if (resident_limit) madvise(map, (size_t)size, MADV_DONTNEED);
-    atomic_store(&st->touched, 0);
+    free(buf);
     if (rc != INDUCT_OK) goto fail;
     *max_id = mx;
     return INDUCT_OK;
 fail:
-    munmap(map, (size_t)size);
+    close(fd);
+    free(st->path);
     memset(st, 0, sizeof *st);
+    st->fd = -1;
     return rc;
 }
 
@@ -178,10 +172,10 @@ INDUCT_API int induct_dataset_new_token_file(induct_dataset **out, const char *p
     struct induct__stream *s = NULL;
     INDUCT_TRY(induct__stream_new(&s));
     uint32_t mx = 0, mx2 = 0;
-    int rc = store_open(&s->store[0], path, c.format, c.d_vocab, c.resident_limit, &mx);
+    int rc = store_open(&s->store[0], path, c.format, c.d_vocab, &mx);
     if (rc == INDUCT_OK) s->n_store = 1;
     if (rc == INDUCT_OK && val_path) {
-        rc = store_open(&s->store[1], val_path, c.format, c.d_vocab, c.resident_limit, &mx2);
+        rc = store_open(&s->store[1], val_path, c.format, c.d_vocab, &mx2);
         if (rc == INDUCT_OK) s->n_store = 2;
     }
     s->n_eval_windows = c.n_eval_windows;
@@ -214,20 +208,16 @@ INDUCT_API int induct_token_file_read(const char *path, uint32_t format, uint32_
     INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_token_file_read: path is NULL");
     induct__store st;
     uint32_t mx;
-    INDUCT_TRY(store_open(&st, path, format, d_vocab, (uint64_t)64 << 20, &mx));
+    INDUCT_TRY(store_open(&st, path, format, d_vocab, &mx));
     int rc = INDUCT_OK;
     if (st.n > SIZE_MAX) rc = induct__fail(INDUCT_ELIMIT, "%s: too many tokens", path);
     if (rc == INDUCT_OK && out_len) *out_len = (size_t)st.n;
     if (rc == INDUCT_OK && (!out || out_cap < st.n))
         rc = induct__fail(INDUCT_EBUFSIZE, "%s: %llu tokens, buffer holds %zu", path,
                           (unsigned long long)st.n, out ? out_cap : 0);
-    if (rc == INDUCT_OK) {
-        for (uint64_t i = 0; i < st.n; i++) {
-            out[i] = induct__store_get(&st, i);
-            if ((i & 0xfffff) == 0xfffff) induct__store_touch(&st, (uint64_t)st.width << 20);
-        }
-    }
-    munmap(st.map, st.map_len);
+    if (rc == INDUCT_OK) rc = induct__store_read(&st, 0, st.n, out);
+    close(st.fd);
+    free(st.path);
     return rc;
 }
 

@@ -558,7 +558,9 @@ INDUCT_API uint32_t induct_dataset_d_vocab(const induct_dataset *dataset);
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, batch 0, seq_len < 2, unknown split);
  *         ::INDUCT_ERANGE (seq_len too short for the generator's blocks, a distinct
  *         block longer than the token range, or a window longer than the token
- *         array allows); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch).
+ *         array allows); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch);
+ *         ::INDUCT_EIO (a token file that can no longer be read: truncated or changed
+ *         while in use; the outputs are then unspecified).
  * @since 0.1 Thread-safe: the dataset is only read.
  */
 INDUCT_API int induct_dataset_batch(const induct_dataset *dataset, uint32_t split, uint64_t index,
@@ -1034,9 +1036,10 @@ typedef struct induct_token_file_config {
     uint32_t n_eval_windows; /**< As ::induct_text_config. Default 1024. */
     double val_fraction;     /**< As ::induct_text_config; ignored when a validation file is given. Default 0.1. */
     uint64_t block_tokens;   /**< As ::induct_text_config. Default 65536. */
-    uint64_t resident_limit; /**< Bytes of the mapping read after which its pages are
-                                  released (madvise MADV_DONTNEED), bounding resident memory;
-                                  0 = never release. Default 64 MiB. */
+    uint64_t resident_limit; /**< Bound on the bytes of the files resident in the process.
+                                  The files are read with pread(2), never mapped, so none
+                                  of them becomes resident and any value is met; kept
+                                  for compatibility (docs/datasets.md). Default 64 MiB. */
     uint64_t seed;           /**< Seed of the train windows. Default 0. */
     uint64_t max_bytes;      /**< Cap on the memory the dataset allocates, or 0 for none: the
                                   files are mapped, not copied, so this bounds the split's
@@ -1053,22 +1056,22 @@ typedef struct induct_token_file_config {
 INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size_t size);
 
 /**
- * @brief Dataset over memory-mapped token files (read-only, not copied).
+ * @brief Dataset over token files (read-only with pread(2): neither mapped nor copied).
  *
  * Every file is validated when opened: the size fits the format (a whole number of
  * tokens; for llm.c at least the 1024-byte header, the magic and version, and a size
  * of exactly 1024 + 2·count bytes), at least one token, and every id below d_vocab.
- * The validation pass and every window read release the mapping's pages whenever
- * `resident_limit` bytes have been read since the last release, so resident memory
- * stays bounded however long the run. The files must not be changed or truncated
- * while the dataset lives.
+ * The validation pass and every window read go through small buffers, so no part of
+ * the files becomes resident in the process however long the run and however large
+ * the files. The files must not be changed or truncated while the dataset lives (a
+ * window that can no longer be read gives ::INDUCT_EIO from induct_dataset_batch()).
  * @param[out] out Owned by the caller; NULL on failure.
  * @param path The training tokens (or all tokens, split by position).
  * @param val_path A separate validation file (nanoGPT's `val.bin`), or NULL to
  *        hold out part of `path` by ::induct_token_file_config::val_fraction.
  * @param cfg Copied.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, bad config); ::INDUCT_EIO (cannot open,
- *         stat or map); ::INDUCT_EFORMAT (truncated file, size not consistent with the
+ *         stat or read); ::INDUCT_EFORMAT (truncated file, size not consistent with the
  *         header or the dtype, wrong magic, unsupported version, zero tokens);
  *         ::INDUCT_ERANGE (an id ≥ d_vocab, or a uint32 id above INT32_MAX); every
  *         message names the file and the problem; ::INDUCT_ENOMEM.

@@ -1,15 +1,15 @@
 /* libFuzzer target: the token-file loaders (datasets issue): raw uint16 / uint32
- * arrays and llm.c's format, memory-mapped.
+ * arrays and llm.c's format, read with pread.
  *
  * Input: 8 bytes of settings, then the file's bytes (split into a training and a
  * validation file when settings bit 2 is set). The file lives in an anonymous memory
  * file (memfd) opened by its /proc/self/fd path, so each execution costs no disk I/O
- * and goes through the real open/fstat/mmap path.
+ * and goes through the real open/fstat/pread path.
  *   byte 0: bits 0-1 format (mod 3), bit 2 separate validation file, bit 3 d_vocab = 0
  *           (inferred), bit 4 a memory cap (max_bytes = 64 x byte 2 + 1);
  *   byte 1: d_vocab low byte (d_vocab = 1 + byte1 * 257, up to 65536);
  *   byte 2: n_eval_windows; byte 3: val_fraction in 1/256; byte 4: block_tokens;
- *   byte 5: resident_limit in 4 KiB pages (0 = never release); byte 6: seq_len - 2;
+ *   byte 5: resident_limit in 4 KiB pages (no effect since files are not mapped); byte 6: seq_len - 2;
  *   byte 7: batch index.
  * Properties: a failure records its status; every id a batch returns lies in
  * [0, d_vocab); induct_token_file_read() agrees with the dataset's token count. */

@@ -282,7 +282,7 @@ class Dataset(_Handle):
 
     @classmethod
     def token_file(cls, path, val_path=None, **config):
-        """Memory-mapped token file(s), validated when opened; keywords are
+        """Token file(s), read with pread (never mapped), validated when opened; keywords are
         induct_token_file_config fields: format ('u16', 'u32', 'llmc'), d_vocab (0 =
         largest id + 1), n_eval_windows, val_fraction (ignored with val_path),
         block_tokens, resident_limit, seed. The files must not change while in use."""
