@@ -1104,6 +1104,32 @@ static void *read_batches(void *arg) {
     return NULL;
 }
 
+/* A token file truncated while the dataset lives: INDUCT_EIO naming the file, no crash
+ * (a mapping would have raised SIGBUS). */
+START_TEST(test_token_file_truncated_while_open) {
+    make_tmpdir();
+    enum { N = 1 << 16 };
+    int32_t *tok = malloc(N * sizeof *tok), buf[4 * 64];
+    tu_tokens(tok, N, 1000, 6);
+    ck_ok(induct_token_file_write(tpath("t.bin"), INDUCT_TOKFILE_U16, tok, N));
+    induct_token_file_config c;
+    ck_ok(induct_token_file_config_init(&c, sizeof c));
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_token_file(&d, tpath("t.bin"), NULL, &c));
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, 4, 64, buf, 4 * 64, NULL, 0));
+    ck_assert_int_eq(truncate(tpath("t.bin"), 1000), 0);
+    int rc = INDUCT_OK;
+    for (uint64_t i = 0; i < 20 && rc == INDUCT_OK; i++)
+        rc = induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, i, 4, 64, buf, 4 * 64, NULL, 0);
+    ck_assert_status(rc, INDUCT_EIO);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "t.bin"));
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "truncated"));
+    induct_dataset_free(d);
+    free(tok);
+    rm_rf(tmpdir);
+}
+END_TEST
+
 START_TEST(test_token_file_threads) {
     make_tmpdir();
     enum { N = 1 << 20 };
@@ -1199,6 +1225,7 @@ int main(void) {
     tcase_add_test(tf, test_token_file_round_trip);
     tcase_add_test(tf, test_token_file_resident_memory);
     tcase_add_test(tf, test_token_file_resident_random_windows);
+    tcase_add_test(tf, test_token_file_truncated_while_open);
     tcase_add_test(tf, test_token_file_threads);
     suite_add_tcase(s, tf);
     return tu_run(s);
