@@ -4,6 +4,7 @@ No ctypes here: buffers are plain NumPy arrays or array.array objects, and _capi
 them into C pointers (checking the element type) when a call passes them."""
 import array
 import math
+import numbers
 
 try:
     import numpy as np
@@ -74,13 +75,61 @@ def shaped(buf, shape):
     return Shaped(buf, shape)
 
 
+#: Ranges of the integer kinds: inputs outside them are refused, never wrapped.
+INT_RANGE = {"i": (-2**31, 2**31 - 1), "I": (0, 2**32 - 1)}
+
+
+def _int_refused(i, v, kind):
+    from ._errors import OutOfRange  # here: _errors does not import this module
+    lo, hi = INT_RANGE[kind]
+    return OutOfRange(f"id {v} at flat index {i} is outside the range of C "
+                      f"{'int32' if kind == 'i' else 'uint32'} [{lo}, {hi}] "
+                      f"(refused, not wrapped)")
+
+
+def _check_ints_np(a, kind):
+    """Refuse a non-integer NumPy array (TypeError) or a value the integer kind cannot
+    hold (OutOfRange); an empty array passes."""
+    if a.size == 0:
+        return
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"integer ids expected, got an array of {a.dtype} "
+                        f"(convert explicitly, e.g. with .astype(np.int32), if intended)")
+    lo, hi = INT_RANGE[kind]
+    if a.dtype.kind == "u" and int(np.iinfo(a.dtype).max) <= hi:
+        return
+    if a.dtype.kind == "i" and int(np.iinfo(a.dtype).min) >= lo and \
+            int(np.iinfo(a.dtype).max) <= hi:
+        return
+    bad = np.flatnonzero((a.ravel() < lo) | (a.ravel() > hi))
+    if bad.size:
+        i = int(bad[0])
+        raise _int_refused(i, int(a.ravel()[i]), kind)
+
+
 def flat(values, kind="f"):
     """Flatten a NumPy array, array.array, Shaped or nested sequence into a contiguous
-    buffer of `kind`; returns (buffer, shape)."""
+    buffer of `kind`; returns (buffer, shape). For the integer kinds ('i', 'I') every
+    value must be an integer (else TypeError: floats are never truncated) that the kind
+    holds (else OutOfRange: never wrapped)."""
     if np is not None:
+        if kind in INT_RANGE:
+            if isinstance(values, Shaped):
+                values = np.asarray(values.data).reshape(values.shape)
+            a = np.asarray(values)
+            if a.dtype == object:  # Python ints beyond int64 / mixed objects
+                flat_ = [_int_value(v, kind, i) for i, v in enumerate(a.ravel().tolist())]
+                a = np.asarray(flat_, dtype=KINDS[kind]).reshape(a.shape)
+            else:
+                _check_ints_np(a, kind)
+            a = np.ascontiguousarray(a, dtype=KINDS[kind])
+            return a.ravel(), a.shape
         a = np.ascontiguousarray(np.asarray(values, dtype=KINDS[kind]))
         return a.ravel(), a.shape
     if isinstance(values, Shaped):
+        if kind in INT_RANGE:
+            return array.array(kind, [_int_value(v, kind, i)
+                                      for i, v in enumerate(values.data)]), values.shape
         return array.array(kind, values.data), values.shape
     out = []
     shape = []
@@ -100,8 +149,22 @@ def flat(values, kind="f"):
                 raise ValueError("ragged nested sequence")
             out.append(x)
     walk(values, 0)
-    conv = float if kind in "fd" else int
-    return array.array(kind, [conv(v) for v in out]), tuple(shape)
+    if kind in INT_RANGE:
+        return array.array(kind, [_int_value(v, kind, i) for i, v in enumerate(out)]), \
+            tuple(shape)
+    return array.array(kind, [float(v) for v in out]), tuple(shape)
+
+
+def _int_value(v, kind, i):
+    """One integer input: an int (or NumPy integer) within the kind's range."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"integer ids expected, got {type(v).__name__} {v!r} at flat "
+                        f"index {i}")
+    v = int(v)
+    lo, hi = INT_RANGE[kind]
+    if not lo <= v <= hi:
+        raise _int_refused(i, v, kind)
+    return v
 
 
 def tokens_in(tokens):

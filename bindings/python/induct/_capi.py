@@ -24,10 +24,26 @@ c_uint32_p = POINTER(c_uint32)
 c_uint64_p = POINTER(c_uint64)
 
 
+def _no_nul(b, what):
+    """Refuse a C string with an embedded NUL (the C side would stop there and use a
+    different path or name), as Python's own open() does."""
+    if b"\0" in b:
+        raise ValueError(f"{what}: embedded null byte in {b!r}")
+
+
+#: Functions whose char* parameter is a (buffer, length) pair: NUL bytes are data there.
+_SIZED_STRINGS = {"induct_dataset_new_text"}
+
+
 class _Sized(ctypes.Structure):
     """A size-prefixed config struct: `size` is filled in, defaults come from C."""
 
     _init_fn = None
+
+    def __setattr__(self, name, v):
+        if isinstance(v, bytes):  # a char* field (a path): it must not be cut short
+            _no_nul(v, f"{type(self).__name__}.{name}")
+        super().__setattr__(name, v)
 
     @classmethod
     def defaults(cls):
@@ -343,7 +359,11 @@ _ELEMENT = {c_float: ("f", "float32"), c_double: ("d", "float64"), c_int32: ("i"
 
 def _adapt(argtype, arg, name, index):
     """Convert one Python argument for a C parameter of type `argtype`."""
-    if arg is None or isinstance(arg, (bytes, bool)):
+    if isinstance(arg, bytes):
+        if argtype is c_char_p and name not in _SIZED_STRINGS:
+            _no_nul(arg, f"{name} argument {index}")
+        return arg
+    if arg is None or isinstance(arg, bool):
         return arg
     if isinstance(arg, numbers.Integral):  # also NumPy integers, which ctypes refuses
         return int(arg)

@@ -161,8 +161,14 @@ class Model(_Handle, ModelAnalysis):
         return _arrays.shaped(buf, shape)
 
     def set(self, name, values):
-        buf, n = _arrays.floats_in(values)
-        call("induct_model_set_tensor", self, name.encode(), buf, n)
+        """Overwrite weight tensor `name` with `values` of exactly its shape (ValueError
+        otherwise, e.g. for a transposed matrix, even when the element count matches)."""
+        buf, shape = _arrays.flat(values, "f")
+        expected = self._shape_of(name)
+        if expected is not None and tuple(shape) != expected:
+            raise ValueError(f"{name} has shape {expected}, got values of shape "
+                             f"{tuple(shape)}")
+        call("induct_model_set_tensor", self, name.encode(), buf, len(buf))
 
     def weights(self, torch=False):
         """Every weight as a dict of TL-named arrays (PyTorch tensors with torch=True)."""

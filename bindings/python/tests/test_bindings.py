@@ -246,3 +246,104 @@ def test_memory_cap():
         m.set_max_bytes(held - 1)
     assert e.value.name == "INDUCT_ELIMIT"
     assert m.config["max_bytes"] == held
+
+
+# ---- inputs are never narrowed silently ----
+
+def test_token_ids_reach_c_unaltered_or_are_refused(tmp_path):
+    m = induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=8, d_vocab=11, seed=1)
+    ok = m.forward(np.array([[1, 2, 3]], dtype=np.int32))[1]
+    # wider or unsigned integer arrays are fine when every id fits int32
+    for dt in (np.int64, np.uint64, np.int16, np.uint8):
+        assert np.array_equal(m.forward(np.array([[1, 2, 3]], dtype=dt))[1], ok)
+    assert np.array_equal(m.forward([[1, 2, 3]])[1], ok)
+    # ids outside int32 are refused with the library's range error, not wrapped to 0
+    big = [[1, 2, 2**33]]
+    for toks in (np.array(big), big, np.array([[1, 2, -2**40]]), [[1, 2, 2**80]],
+                 np.array(big, dtype=np.uint64)):
+        with pytest.raises(induct.OutOfRange, match="outside the range of C int32"):
+            m.forward(toks)
+    # ids inside int32 reach the C range check unaltered
+    with pytest.raises(induct.OutOfRange, match="token id 2147483647 at batch 0, position 2"):
+        m.forward(np.array([[1, 2, 2**31 - 1]]))
+    # non-integer ids are a TypeError, never truncated
+    for toks in (np.array([[1.0, 2.0, 3.0]]), [[1, 2.7, 3]], np.array([[True, False, True]]),
+                 np.array([[1, 2, 3]], dtype=np.float32)):
+        with pytest.raises(TypeError, match="integer ids expected"):
+            m.forward(toks)
+    # every entry point that takes ids
+    o = induct.Optimizer(m)
+    with pytest.raises(induct.OutOfRange):
+        o.train_step(np.array(big))
+    with pytest.raises(TypeError):
+        o.train_step(np.array([[1.5, 2.0, 3.0]]))
+    assert o["step"] == 0
+    with pytest.raises(induct.OutOfRange):
+        induct.Dataset.tokens(np.array([[1, 2, 2**33, 4]]), d_vocab=11)
+    with pytest.raises(induct.OutOfRange):
+        m.backward(np.array(big))
+    with pytest.raises(induct.OutOfRange):
+        m.attention(np.array([1, 2, 2**33]))
+    with pytest.raises(TypeError):
+        induct.write_tokens(tmp_path / "t.bin", np.array([1.0, 2.0]))
+    with pytest.raises(induct.OutOfRange):
+        induct.write_tokens(tmp_path / "t.bin", [1, 2**32 + 1])
+    assert not (tmp_path / "t.bin").exists()
+    # the same rules without NumPy
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import induct\n"
+            "m = induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=8, d_vocab=11)\n"
+            "for toks, exc in (([[1, 2, 2**33]], induct.OutOfRange), ([[1, 2.0, 3]], TypeError)):\n"
+            "    try:\n"
+            "        m.forward(toks)\n"
+            "    except exc:\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise SystemExit(f'{toks} was accepted')\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=os.environ)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr + out.stdout
+
+
+def test_paths_with_nul_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    m = induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=8, d_vocab=11)
+    o = induct.Optimizer(m)
+    d = induct.Dataset.rrt(d_vocab=11, min_block=2)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        open("x\x00.safetensors", "wb")  # what Python itself does
+    calls = [lambda: m.save("x\x00.safetensors"), lambda: o.save("x\x00.safetensors"),
+             lambda: induct.Model.load("x\x00"), lambda: induct.Optimizer.load(m, "x\x00"),
+             lambda: induct.write_tokens("x\x00.bin", [1, 2]),
+             lambda: induct.read_tokens("x\x00.bin"),
+             lambda: induct.Dataset.token_file("x\x00.bin"),
+             lambda: induct.Dataset.text_path("x\x00"),
+             lambda: o.train(d, steps=1, batch=2, seq_len=8, metrics_path="x\x00.jsonl"),
+             lambda: o.train(d, steps=1, batch=2, seq_len=8, snapshot_every=1,
+                             snapshot_path="x\x00.safetensors"),
+             lambda: m.get("unembed.b_U\x00junk"),
+             lambda: m.set("unembed.b_U\x00junk", np.zeros(11, np.float32))]
+    for f in calls:
+        with pytest.raises(ValueError, match="embedded null byte"):
+            f()
+    assert os.listdir(tmp_path) == [] and o["step"] == 0
+    # text given as bytes may hold NUL bytes: they are data
+    assert induct.Dataset.text(b"ab\x00cd" * 100).split_tokens() > 0
+
+
+def test_set_checks_the_shape():
+    m = induct.Model(n_layers=1, d_model=8, n_heads=2, d_head=3, n_ctx=8, d_vocab=11)
+    w = m.get("blocks.0.attn.W_Q")
+    assert w.shape == (2, 8, 3)
+    before = m.weights()
+    for bad in (np.ascontiguousarray(w.transpose(0, 2, 1)), w.reshape(-1), w.reshape(2, 24),
+                w.reshape(1, 2, 8, 3)):
+        with pytest.raises(ValueError, match=r"shape \(2, 8, 3\)"):
+            m.set("blocks.0.attn.W_Q", bad)
+    assert all(np.array_equal(v, before[k]) for k, v in m.weights().items())
+    m.set("blocks.0.attn.W_Q", w + 1)
+    assert np.array_equal(m.get("blocks.0.attn.W_Q"), w + 1)
+    m.set("unembed.b_U", [0.5] * 11)  # nested lists of the right shape are fine
+    with pytest.raises(induct.OutOfRange, match="no tensor named"):
+        m.set("nope", [1.0])
