@@ -116,8 +116,8 @@ static const options DEFAULTS = {
 /* "Short compared to the run": (window end − start) / steps ≤ this. */
 #define CHECK_WINDOW_MAX_FRACTION 0.25
 /* "Near chance": the head's prefix-matching score at the pre-window point ≤ this
- * (uniform attention on the default probe scores ≈ 0.03; the exact value is in
- * summary.json as prefix_matching_chance). */
+ * (uniform attention on the probe scores ≈ 0.03; the exact value is in summary.json
+ * as prefix_matching_chance). */
 #define CHECK_PM_NEAR_CHANCE 0.10
 /* "Well above 0.3": the head's final prefix-matching score must exceed this. */
 #define CHECK_PM_HIGH 0.30
@@ -1093,9 +1093,11 @@ static int analyse(job *j) {
     if (!isnan(o->thr_induction)) cc.induction = o->thr_induction;
     if (!isnan(o->thr_previous)) cc.previous_token = o->thr_previous;
     if (!isnan(o->thr_duplicate)) cc.duplicate = o->thr_duplicate;
-    if ((rc = induct_analysis_previous_token_score(j->m, sh->d, sh->E, sh->T, pt, NH, &len)) ||
-        (rc = induct_analysis_prefix_matching(j->m, NULL, pm, NH, &len)) ||
-        (rc = induct_analysis_duplicate_token(j->m, NULL, dup, NH, &len)) ||
+    induct_probe_config probe; /* the data's BOS, as the driver's prefix-matching metric */
+    if ((rc = induct_probe_config_for_dataset(&probe, sizeof probe, sh->d)) ||
+        (rc = induct_analysis_previous_token_score(j->m, sh->d, sh->E, sh->T, pt, NH, &len)) ||
+        (rc = induct_analysis_prefix_matching(j->m, &probe, pm, NH, &len)) ||
+        (rc = induct_analysis_duplicate_token(j->m, &probe, dup, NH, &len)) ||
         (rc = induct_analysis_classify_heads(pt, pm, dup, NULL, NH, &cc, labels, NH, &len))) {
         job_fail(j, rc, "head scores");
         return 1;
@@ -1880,10 +1882,10 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(ecfg, "icl_band", o.icl_band);
     cJSON_AddNumberToObject(ecfg, "snapshots", o.snapshots);
     {
-        /* prefix-matching under uniform attention on the default probe (BOS + 25 × 4):
-         * mean over queries p in repeats r = 2..4 of (r − 1)/(p + 1) */
+        /* prefix-matching under uniform attention on the dataset's probe ([BOS] + 25 × 4,
+         * the metric's): mean over queries p in repeats r = 2..4 of (r − 1)/(p + 1) */
         induct_probe_config pr;
-        induct_probe_config_init(&pr, sizeof pr);
+        induct_probe_config_for_dataset(&pr, sizeof pr, sh.d);
         double sum = 0;
         size_t cnt = 0;
         for (uint32_t r = 2; r <= pr.n_repeats; r++)

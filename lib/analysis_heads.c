@@ -27,6 +27,26 @@ INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size) {
     return INDUCT_OK;
 }
 
+INDUCT_API int induct_probe_config_for_dataset(induct_probe_config *cfg, size_t size,
+                                               const induct_dataset *d) {
+    INDUCT_FAIL_IF(!d, INDUCT_EINVAL, "induct_probe_config_for_dataset: dataset is NULL");
+    induct_probe_config c;
+    INDUCT_TRY(induct_probe_config_init(&c, sizeof c));
+    INDUCT_TRY(induct_dataset_bos(d, &c.bos));
+    if (d->kind == INDUCT__DS_RRT) { /* its ordinary tokens; the BOS lies outside them */
+        c.token_lo = d->rrt.token_lo;
+        c.token_hi = d->rrt.token_hi;
+    } else { /* [0, d_vocab) without the BOS, which is then its first or last id */
+        c.token_lo = c.bos == 0 ? 1u : 0u;
+        c.token_hi = c.bos >= 0 && (uint32_t)c.bos + 1 == d->d_vocab ? (uint32_t)c.bos
+                                                                      : d->d_vocab;
+    }
+    INDUCT_TRY(induct_probe_config_init(cfg, size)); /* checks cfg and size */
+    memcpy((char *)cfg + sizeof(size_t), (const char *)&c + sizeof(size_t),
+           sizeof c - sizeof(size_t));
+    return INDUCT_OK;
+}
+
 typedef struct probe {
     int32_t *tok;                 /* [n_seq][T] */
     uint32_t n_seq, T, P, R, off; /* off: 1 with BOS, else 0; R: repeats (1 for copying) */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "dataset_stream.h"
 
 static int ds_alloc(induct_dataset **out, int kind) {
     induct_dataset *d = calloc(1, sizeof *d);
@@ -21,6 +21,14 @@ INDUCT_API void induct_dataset_free(induct_dataset *d) {
 }
 
 INDUCT_API uint32_t induct_dataset_d_vocab(const induct_dataset *d) { return d ? d->d_vocab : 0; }
+
+INDUCT_API int induct_dataset_bos(const induct_dataset *d, int32_t *bos_out) {
+    INDUCT_FAIL_IF(!d || !bos_out, INDUCT_EINVAL, "induct_dataset_bos: NULL argument");
+    *bos_out = d->kind == INDUCT__DS_RRT      ? d->rrt.bos
+               : d->kind == INDUCT__DS_STREAM ? d->stream->bos
+                                              : -1; /* token arrays, key-value tasks */
+    return INDUCT_OK;
+}
 
 INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_config *cfg) {
     INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_dataset_new_rrt: out is NULL");

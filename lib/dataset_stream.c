@@ -54,6 +54,7 @@ int induct__stream_new(struct induct__stream **out) {
     struct induct__stream *s = calloc(1, sizeof *s);
     INDUCT_FAIL_IF(!s, INDUCT_ENOMEM, "out of memory allocating a token stream");
     for (int i = 0; i < 2; i++) s->store[i].fd = -1;
+    s->bos = -1;
     *out = s;
     return INDUCT_OK;
 }

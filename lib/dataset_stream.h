@@ -33,6 +33,7 @@ struct induct__stream {
     uint32_t n_store;
     induct__split split[2]; /* INDUCT_SPLIT_TRAIN, INDUCT_SPLIT_EVAL */
     uint32_t n_eval_windows;
+    int32_t bos; /* the BOS id every document starts with, or -1 (induct_dataset_bos) */
 };
 
 /* Token i of an in-memory store (validated ids fit int32). */

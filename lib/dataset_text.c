@@ -147,6 +147,7 @@ static int corpus_finish(induct_dataset **out, corpus *c, const induct_text_conf
     }
     d->kind = INDUCT__DS_STREAM;
     d->d_vocab = cfg->bos ? 257u : 256u;
+    s->bos = cfg->bos ? INDUCT_TEXT_BOS : -1;
     d->seed = cfg->seed;
     d->stream = s;
     *out = d;

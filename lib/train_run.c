@@ -66,6 +66,7 @@ typedef struct run {
     size_t n_heads_total;
     int pending_interrupt; /* an interrupt seen while an analysis call cleared the flag */
     uint64_t eval_bytes;   /* eval_tok's bytes, counted in the model's memory while held */
+    induct_probe_config probe; /* of the prefix-matching and copying metrics */
 } run;
 
 static double now_seconds(void) {
@@ -273,23 +274,23 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         free(pos);
         INDUCT_TRY(rc);
     }
-    /* prefix_matching_score [n_layers][n_heads]: the paper's probe (BOS + 25 distinct
-     * random tokens x 4, 10 sequences; induct_probe_config defaults) */
-    if (want & INDUCT_TRAIN_METRIC_PREFIX_MATCHING) {
-        if (rec) {
-            collect_interrupt(r);
-            INDUCT_TRY(induct_analysis_prefix_matching(m, NULL, r->heads, r->n_heads_total,
-                                                       &len));
-            INDUCT_TRY(add_heads(r, rec, "prefix_matching_score"));
+    /* prefix_matching_score and copying_score [n_layers][n_heads]: the paper's
+     * evaluators on r->probe (the config's probe, or the dataset's: its BOS and token
+     * range, 25 distinct random tokens x 4, 10 sequences). Probe mode checks that the
+     * probe is valid for this model. */
+    for (int k = 0; k < 2; k++) {
+        uint32_t bit = k ? INDUCT_TRAIN_METRIC_COPYING : INDUCT_TRAIN_METRIC_PREFIX_MATCHING;
+        if (!(want & bit)) continue;
+        if (!rec) {
+            int rc = induct_analysis_probe_tokens(m, &r->probe, (uint32_t)k, NULL, 0, &len);
+            if (rc != INDUCT_EBUFSIZE) INDUCT_TRY(rc);
+            continue;
         }
-    }
-    /* copying_score [n_layers][n_heads]: the paper's empirical evaluator on its probe */
-    if (want & INDUCT_TRAIN_METRIC_COPYING) {
-        if (rec) {
-            collect_interrupt(r);
-            INDUCT_TRY(induct_analysis_copying(m, NULL, r->heads, r->n_heads_total, &len));
-            INDUCT_TRY(add_heads(r, rec, "copying_score"));
-        }
+        collect_interrupt(r);
+        INDUCT_TRY(k ? induct_analysis_copying(m, &r->probe, r->heads, r->n_heads_total, &len)
+                     : induct_analysis_prefix_matching(m, &r->probe, r->heads,
+                                                       r->n_heads_total, &len));
+        INDUCT_TRY(add_heads(r, rec, k ? "copying_score" : "prefix_matching_score"));
     }
     /* kv_accuracy (fraction) and kv_attention_on_answer [n_layers][n_heads]: key-value
      * retrieval datasets (seed 002), answer position seq_len - 2 of every eval row */
@@ -501,7 +502,7 @@ static int point(run *r, loop *lp, induct_progress *p, induct_progress_fn cb, vo
     int last = s >= c->steps, target = 0;
     *finished = 0;
     if (lp->evals && (due(s, c->eval_every, c->eval_log2) || (last && lp->done))) {
-        double el;
+        double el = NAN;
         INDUCT_TRY(evaluate(r, lp->loss_n ? lp->loss_sum / (double)lp->loss_n : NAN, lp->loss_n,
                             p->lr, now_seconds() - lp->t0, &el));
         lp->loss_sum = 0.0;
@@ -589,7 +590,13 @@ INDUCT_API int induct_train(induct_optimizer *o, const induct_dataset *d,
     r.m = o->model;
     r.d = d;
     induct_train_config_init(&r.c, sizeof r.c);
-    INDUCT_TRY(induct__struct_in(&r.c, sizeof r.c, sizeof r.c, cfg, "induct_train_config"));
+    INDUCT_TRY(induct__struct_in(&r.c, sizeof r.c, offsetof(induct_train_config, probe), cfg,
+                                 "induct_train_config"));
+    if (r.c.probe) /* borrowed for the call: copied, checked like every probe config */
+        INDUCT_TRY(induct__struct_in(&r.probe, sizeof r.probe, sizeof r.probe, r.c.probe,
+                                     "induct_train_config.probe"));
+    else
+        INDUCT_TRY(induct_probe_config_for_dataset(&r.probe, sizeof r.probe, d));
     atomic_store(&r.m->interrupt, 0);
     int rc = setup(&r);
     if (rc == INDUCT_OK) rc = train_loop(&r, cb, ud);

@@ -105,7 +105,7 @@ _Static_assert(offsetof(induct_classify_config, previous_token) == 8, "induct_cl
 _Static_assert(offsetof(induct_classify_config, induction) == 16, "induct_classify_config.induction");
 _Static_assert(offsetof(induct_classify_config, duplicate) == 24, "induct_classify_config.duplicate");
 _Static_assert(offsetof(induct_classify_config, copying) == 32, "induct_classify_config.copying");
-_Static_assert(sizeof(induct_train_config) == 88, "induct_train_config size");
+_Static_assert(sizeof(induct_train_config) == 96, "induct_train_config size");
 _Static_assert(offsetof(induct_train_config, size) == 0, "induct_train_config.size");
 _Static_assert(offsetof(induct_train_config, steps) == 8, "induct_train_config.steps");
 _Static_assert(offsetof(induct_train_config, batch) == 16, "induct_train_config.batch");
@@ -121,6 +121,7 @@ _Static_assert(offsetof(induct_train_config, snapshot_log2) == 64, "induct_train
 _Static_assert(offsetof(induct_train_config, snapshot_optimizer) == 68, "induct_train_config.snapshot_optimizer");
 _Static_assert(offsetof(induct_train_config, snapshot_path) == 72, "induct_train_config.snapshot_path");
 _Static_assert(offsetof(induct_train_config, target_loss) == 80, "induct_train_config.target_loss");
+_Static_assert(offsetof(induct_train_config, probe) == 88, "induct_train_config.probe");
 _Static_assert(sizeof(induct_progress) == 88, "induct_progress size");
 _Static_assert(offsetof(induct_progress, size) == 0, "induct_progress.size");
 _Static_assert(offsetof(induct_progress, events) == 8, "induct_progress.events");

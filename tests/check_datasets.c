@@ -1201,6 +1201,88 @@ START_TEST(test_configs) {
 }
 END_TEST
 
+/* The BOS rule: every kind of dataset reports its BOS, and the probe built for it has
+ * that BOS and a token range that excludes it. */
+static void check_bos(const induct_dataset *d, int32_t bos, uint32_t lo, uint32_t hi) {
+    int32_t b = 7;
+    ck_ok(induct_dataset_bos(d, &b));
+    ck_assert_int_eq(b, bos);
+    induct_probe_config pc;
+    ck_ok(induct_probe_config_for_dataset(&pc, sizeof pc, d));
+    ck_assert_int_eq(pc.bos, bos);
+    ck_assert_uint_eq(pc.token_lo, lo);
+    ck_assert_uint_eq(pc.token_hi, hi);
+    induct_probe_config def;
+    ck_ok(induct_probe_config_init(&def, sizeof def));
+    ck_assert_uint_eq(pc.n_seq, def.n_seq); /* the rest are the defaults */
+    ck_assert_uint_eq(pc.block_len, def.block_len);
+    ck_assert_uint_eq(pc.n_repeats, def.n_repeats);
+    ck_assert_uint_eq(pc.copying_bos, def.copying_bos);
+    ck_assert_uint_eq(pc.seed, def.seed);
+}
+
+START_TEST(test_bos_rule) {
+    induct_dataset *d;
+    induct_rrt_config rc;
+    ck_ok(induct_rrt_config_init(&rc, sizeof rc));
+    ck_ok(induct_dataset_new_rrt(&d, &rc)); /* default: no BOS, tokens [0, 64) */
+    check_bos(d, -1, 0, 64);
+    induct_dataset_free(d);
+    rc.bos = 0;
+    rc.token_lo = 1;
+    rc.token_hi = 60;
+    ck_ok(induct_dataset_new_rrt(&d, &rc));
+    check_bos(d, 0, 1, 60);
+    induct_dataset_free(d);
+    induct_text_config tc;
+    ck_ok(induct_text_config_init(&tc, sizeof tc));
+    static const char text[] = "abcabcabcabcabcabcabcabcabcabcabcabcabcabc";
+    ck_ok(induct_dataset_new_text(&d, text, sizeof text - 1, &tc)); /* default: none */
+    check_bos(d, -1, 0, 256);
+    induct_dataset_free(d);
+    tc.bos = 1;
+    ck_ok(induct_dataset_new_text(&d, text, sizeof text - 1, &tc));
+    check_bos(d, INDUCT_TEXT_BOS, 0, 256);
+    int32_t row[8];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, 1, 8, row, 8, NULL, 0));
+    induct_dataset_free(d);
+    int32_t toks[100];
+    tu_tokens(toks, 100, 50, 1);
+    ck_ok(induct_dataset_new_tokens(&d, toks, 100, 50, 0));
+    check_bos(d, -1, 0, 50);
+    induct_dataset_free(d);
+    induct_kv_config kc;
+    ck_ok(induct_kv_config_init(&kc, sizeof kc));
+    ck_ok(induct_dataset_new_kv(&d, &kc));
+    check_bos(d, -1, 0, induct_dataset_d_vocab(d));
+    int32_t b;
+    ck_assert_status(induct_dataset_bos(NULL, &b), INDUCT_EINVAL);
+    ck_assert_status(induct_dataset_bos(d, NULL), INDUCT_EINVAL);
+    induct_probe_config pc;
+    ck_assert_status(induct_probe_config_for_dataset(&pc, sizeof pc, NULL), INDUCT_EINVAL);
+    ck_assert_status(induct_probe_config_for_dataset(NULL, sizeof pc, d), INDUCT_EINVAL);
+    ck_assert_status(induct_probe_config_for_dataset(&pc, 8, d), INDUCT_EABI);
+    induct_dataset_free(d);
+    /* a probe built for the text-with-BOS dataset starts with 256 and holds bytes only */
+    induct_model_config mc;
+    tu_tiny_config(&mc);
+    mc.d_vocab = 257;
+    mc.n_ctx = 128;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &mc));
+    ck_ok(induct_dataset_new_text(&d, text, sizeof text - 1, &tc));
+    ck_ok(induct_probe_config_for_dataset(&pc, sizeof pc, d));
+    static int32_t pt[10 * 101];
+    size_t len;
+    ck_ok(induct_analysis_probe_tokens(m, &pc, 0, pt, 10 * 101, &len));
+    ck_assert_uint_eq(len, 10 * 101);
+    for (size_t i = 0; i < len; i++)
+        ck_assert_int_eq(pt[i] == INDUCT_TEXT_BOS, i % 101 == 0);
+    induct_model_free(m);
+    induct_dataset_free(d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("datasets");
     TCase *kv = tcase_create("kv");
@@ -1219,6 +1301,7 @@ int main(void) {
     tcase_add_test(tx, test_window_edges);
     tcase_add_test(tx, test_text_split_blocks);
     tcase_add_test(tx, test_configs);
+    tcase_add_test(tx, test_bos_rule);
     suite_add_tcase(s, tx);
     TCase *tf = tcase_create("token files");
     tcase_add_test(tf, test_token_file_errors);

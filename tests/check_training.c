@@ -17,12 +17,13 @@
 
 /* Frozen layouts of the issue-5 structs on LP64 (fields are only ever appended). */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(induct_train_config) == 88, "induct_train_config layout");
+_Static_assert(sizeof(induct_train_config) == 96, "induct_train_config layout");
 _Static_assert(offsetof(induct_train_config, steps) == 8, "steps");
 _Static_assert(offsetof(induct_train_config, eval_every) == 24, "eval_every");
 _Static_assert(offsetof(induct_train_config, metrics_path) == 48, "metrics_path");
 _Static_assert(offsetof(induct_train_config, snapshot_path) == 72, "snapshot_path");
 _Static_assert(offsetof(induct_train_config, target_loss) == 80, "target_loss");
+_Static_assert(offsetof(induct_train_config, probe) == 88, "probe");
 _Static_assert(sizeof(induct_progress) == 88, "induct_progress layout");
 _Static_assert(offsetof(induct_progress, step) == 16, "step");
 _Static_assert(offsetof(induct_progress, loss) == 32, "loss");
@@ -493,9 +494,11 @@ START_TEST(test_analysis_metrics) {
     ck_assert_double_eq_tol(lbp[499] - lbp[49], icl, 1e-5);
     float sc[4];
     static const char *keys[] = {"prefix_matching_score", "copying_score"};
+    induct_probe_config pc; /* the default: the dataset's probe */
+    ck_ok(induct_probe_config_for_dataset(&pc, sizeof pc, d));
     for (int k = 0; k < 2; k++) {
-        if (k == 0) ck_ok(induct_analysis_prefix_matching(m, NULL, sc, 4, &len));
-        else ck_ok(induct_analysis_copying(m, NULL, sc, 4, &len));
+        if (k == 0) ck_ok(induct_analysis_prefix_matching(m, &pc, sc, 4, &len));
+        else ck_ok(induct_analysis_copying(m, &pc, sc, 4, &len));
         const cJSON *h = cJSON_GetObjectItem(r[1], keys[k]);
         for (int i = 0; i < 4; i++)
             ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, i / 2), i % 2)->valuedouble,
@@ -510,6 +513,103 @@ START_TEST(test_analysis_metrics) {
     ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &st));
     ck_exact(st, 2);
     for (int i = 0; i < 2; i++) cJSON_Delete(r[i]);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    induct_dataset_free(d);
+    teardown_dir();
+}
+END_TEST
+
+/* The BOS rule: the driver's probe metrics take the dataset's BOS by default (a byte-level
+ * text with BOS: id 256, not id 0, which is the NUL byte), take an explicit probe when
+ * given one, and refuse an invalid one before any step. */
+START_TEST(test_probe_metrics_follow_the_dataset_bos) {
+    setup_dir();
+    induct_model_config mc;
+    induct_model_config_init(&mc, sizeof mc);
+    mc.n_layers = 1;
+    mc.d_model = 16;
+    mc.n_heads = 2;
+    mc.n_ctx = 128;
+    mc.d_vocab = 257;
+    mc.seed = 5;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &mc));
+    static char text[4000];
+    for (size_t i = 0; i < sizeof text; i++) text[i] = "the cat sat on the mat. "[i % 24];
+    induct_text_config tc;
+    ck_ok(induct_text_config_init(&tc, sizeof tc));
+    tc.bos = 1;
+    tc.block_tokens = 256;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_text(&d, text, sizeof text, &tc));
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    char log[128];
+    snprintf(log, sizeof log, "%s/bos.jsonl", dir);
+    induct_train_config c;
+    induct_train_config_init(&c, sizeof c);
+    ck_assert_ptr_null(c.probe);
+    c.steps = 1;
+    c.batch = 2;
+    c.seq_len = 64;
+    c.eval_every = 1;
+    c.eval_batch = 2;
+    c.metrics = INDUCT_TRAIN_METRIC_PREFIX_MATCHING | INDUCT_TRAIN_METRIC_COPYING;
+    c.metrics_path = log;
+    static const char *keys[] = {"prefix_matching_score", "copying_score"};
+    float sc[2], nul[2];
+    size_t len;
+    cJSON *r[4];
+    /* default: the dataset's probe (BOS 256, bytes [0, 256)), not id 0 (the NUL byte) */
+    ck_ok(induct_train(o, d, &c, NULL, NULL));
+    ck_assert_int_eq(read_records(log, r, 4), 2); /* steps 0 and 1 */
+    induct_probe_config ds;
+    ck_ok(induct_probe_config_for_dataset(&ds, sizeof ds, d));
+    ck_assert_int_eq(ds.bos, 256);
+    for (int k = 0; k < 2; k++) {
+        ck_ok(k ? induct_analysis_copying(m, &ds, sc, 2, &len)
+                : induct_analysis_prefix_matching(m, &ds, sc, 2, &len));
+        ck_ok(k ? induct_analysis_copying(m, NULL, nul, 2, &len)
+                : induct_analysis_prefix_matching(m, NULL, nul, 2, &len));
+        const cJSON *h = cJSON_GetObjectItem(r[1], keys[k]);
+        int same_as_nul = 1;
+        for (int i = 0; i < 2; i++) {
+            float v = (float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, 0), i)->valuedouble;
+            ck_exact(v, sc[i]);
+            same_as_nul &= v == nul[i];
+        }
+        ck_assert_msg(!same_as_nul, "%s: the log shows the NUL-byte BOS probe", keys[k]);
+    }
+    for (int i = 0; i < 2; i++) cJSON_Delete(r[i]);
+    /* an explicit probe */
+    induct_probe_config mine;
+    ck_ok(induct_probe_config_init(&mine, sizeof mine));
+    mine.bos = 256;
+    mine.token_lo = 97; /* 'a' .. 'z' */
+    mine.token_hi = 123;
+    mine.block_len = 10;
+    mine.seed = 4;
+    c.steps = 2;
+    c.probe = &mine;
+    ck_ok(induct_train(o, d, &c, NULL, NULL));
+    ck_assert_int_eq(read_records(log, r, 4), 1); /* step 2 */
+    for (int k = 0; k < 2; k++) {
+        ck_ok(k ? induct_analysis_copying(m, &mine, sc, 2, &len)
+                : induct_analysis_prefix_matching(m, &mine, sc, 2, &len));
+        const cJSON *h = cJSON_GetObjectItem(r[0], keys[k]);
+        for (int i = 0; i < 2; i++)
+            ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, 0), i)->valuedouble,
+                     sc[i]);
+    }
+    cJSON_Delete(r[0]);
+    /* an invalid probe (BOS inside its token range) is refused before any step */
+    mine.bos = 100;
+    c.steps = 3;
+    ck_assert_status(induct_train(o, d, &c, NULL, NULL), INDUCT_EINVAL);
+    double st;
+    ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &st));
+    ck_exact(st, 2);
     induct_optimizer_free(o);
     induct_model_free(m);
     induct_dataset_free(d);
@@ -985,6 +1085,7 @@ int main(void) {
     tcase_add_test(tc, test_resume_bit_identical);
     tcase_add_test(tc, test_metrics_log);
     tcase_add_test(tc, test_analysis_metrics);
+    tcase_add_test(tc, test_probe_metrics_follow_the_dataset_bos);
     tcase_add_test(tc, test_one_eval_pass);
     tcase_add_test(tc, test_kv_metrics);
     tcase_add_test(tc, test_snapshot_log2_and_resume_points);

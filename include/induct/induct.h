@@ -543,6 +543,26 @@ INDUCT_API void induct_dataset_free(induct_dataset *dataset);
 INDUCT_API uint32_t induct_dataset_d_vocab(const induct_dataset *dataset);
 
 /**
+ * @brief The dataset's BOS token: the id every sequence of it starts with, or −1 if its
+ * sequences have none.
+ *
+ * The BOS rule of the library (docs/datasets.md, "BOS"): a BOS is one id at position 0
+ * of a sequence, outside the range of the ordinary tokens; whether there is one, and
+ * which id, is a property of the data and is set by the dataset's config only:
+ * repeated random tokens `induct_rrt_config.bos` (default none), byte-level text
+ * ::INDUCT_TEXT_BOS (256) with `induct_text_config.bos = 1` (default none); token arrays,
+ * token files and key–value tasks have none. Sequences built for a model trained on a
+ * dataset follow it: the training driver's probe metrics take their BOS from the
+ * dataset (induct_probe_config_for_dataset()). The BOS is a position like any other:
+ * positions (the ICL score's 50th and 500th token, loss by position) count it.
+ * @param dataset The dataset.
+ * @param[out] bos_out The BOS id, or −1 for none.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_dataset_bos(const induct_dataset *dataset, int32_t *bos_out);
+
+/**
  * @brief Write batch number `index` of `split`: `tokens_out [batch][seq_len]`.
  * Row b of a batch does not depend on `batch` (a smaller batch is a prefix).
  * @param dataset The dataset (only read).
@@ -1447,13 +1467,35 @@ typedef struct induct_probe_config {
 
 /**
  * @brief Write the defaults into a probe config of `size` bytes (BOS 0, tokens from
- * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0).
+ * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0): the ICL paper's probe,
+ * for a model whose training data is not at hand. For a model trained on a dataset,
+ * induct_probe_config_for_dataset() gives the probe with that data's BOS.
  * @param cfg  The struct to fill (not NULL).
  * @param size `sizeof(induct_probe_config)` as the caller compiled it.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
  * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size);
+
+/**
+ * @brief Write the probe defaults with the BOS and token range of a dataset, so that
+ * the probe looks like the data a model was trained on (the BOS rule: see
+ * induct_dataset_bos()).
+ *
+ * `bos` is the dataset's BOS (−1 for none: no BOS in the probe). The token range is
+ * that of the dataset's ordinary tokens: a repeated-random-token dataset's
+ * `[token_lo, token_hi)`; otherwise `[0, d_vocab of the dataset)` without the BOS
+ * (byte-level text with BOS: `[0, 256)`). The other fields are the defaults of
+ * induct_probe_config_init(). The training driver's probe metrics use this probe unless
+ * ::induct_train_config::probe is set.
+ * @param cfg The struct to fill (not NULL).
+ * @param size `sizeof(induct_probe_config)` as the caller compiled it.
+ * @param dataset The dataset.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_probe_config_for_dataset(induct_probe_config *cfg, size_t size,
+                                               const induct_dataset *dataset);
 
 /**
  * @brief The probe sequences themselves, `[n_seq][T]`.
@@ -1870,7 +1912,8 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  `loss_by_position`, a list (induct_analysis_loss_by_position()). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS_BY_POSITION 0x004u
 /** Metric: prefix-matching score per head (ICL paper, Appendix), `[n_layers][n_heads]`.
- *  induct_analysis_prefix_matching() on the default probe. JSON key
+ *  induct_analysis_prefix_matching() on ::induct_train_config::probe (default: the
+ *  dataset's probe, induct_probe_config_for_dataset()). JSON key
  *  `prefix_matching_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREFIX_MATCHING 0x008u
 /** Metric: previous-token score per head, induct_analysis_previous_token_score() on
@@ -1878,7 +1921,8 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  `previous_token_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_PREVIOUS_TOKEN 0x010u
 /** Metric: copying score per head (ICL paper, Appendix), `[n_layers][n_heads]`. JSON
- *  key `copying_score` (induct_analysis_copying() on the default probe). @since 0.1 */
+ *  key `copying_score` (induct_analysis_copying() on ::induct_train_config::probe, as
+ *  the prefix-matching metric). @since 0.1 */
 #define INDUCT_TRAIN_METRIC_COPYING 0x020u
 /** Metric: accuracy of the answer token on the key–value retrieval task (fraction).
  *  JSON key `kv_accuracy` (induct_analysis_kv_accuracy()); KV datasets only. @since 0.1 */
@@ -1943,6 +1987,12 @@ typedef struct induct_train_config {
                                     evaluation whose `eval_loss` is ≤ this (nats). 0 = off;
                                     needs ::INDUCT_TRAIN_METRIC_LOSS and an evaluation
                                     schedule. Default 0. */
+    const induct_probe_config *probe; /**< Probe of the prefix-matching and copying
+                                    metrics (borrowed for the call, checked before any
+                                    step), or NULL for induct_probe_config_for_dataset() of
+                                    the training dataset: its BOS and token range.
+                                    A caller whose struct ends before this field (a
+                                    smaller `size`) gets NULL. Default NULL. */
 } induct_train_config;
 
 /**

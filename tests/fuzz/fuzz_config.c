@@ -130,9 +130,12 @@ static void fuzz_train(unsigned char *buf, const uint8_t *data, size_t n, int fi
     induct_train_config_init((induct_train_config *)buf, sizeof(induct_train_config));
     overlay(buf, sizeof(induct_train_config), data, n, fix);
     induct_train_config *tc = (induct_train_config *)buf;
-    /* strings are the host's: never pointers from the input */
+    /* strings and the probe are the host's: never pointers from the input */
     tc->metrics_path = (n > 1 && (data[1] & 1)) ? "/dev/null" : NULL;
     tc->snapshot_path = NULL;
+    static induct_probe_config probe;
+    induct_probe_config_init(&probe, sizeof probe);
+    tc->probe = (n > 1 && (data[1] & 2)) ? &probe : NULL;
     int calls = 0;
     int rc = induct_train(o, d, tc, stop_after, &calls);
     check_rc(rc);

@@ -102,7 +102,7 @@ class TrainConfig(_Sized):
         ("metrics", c_uint32), ("metrics_append", c_uint32), ("metrics_path", c_char_p),
         ("snapshot_every", c_uint64), ("snapshot_log2", c_uint32),
         ("snapshot_optimizer", c_uint32), ("snapshot_path", c_char_p),
-        ("target_loss", c_double),
+        ("target_loss", c_double), ("probe", c_void_p),
     ]
 
 
@@ -229,6 +229,7 @@ FUNCTIONS = [
     ("induct_dataset_new_tokens", [PP, c_int32_p, c_size_t, c_uint32, c_uint64], c_int),
     ("induct_dataset_free", [P], None),
     ("induct_dataset_d_vocab", [P], c_uint32),
+    ("induct_dataset_bos", [P, POINTER(c_int32)], c_int),
     ("induct_dataset_batch", [P, c_uint32, c_uint64, c_uint32, c_uint32, c_int32_p, c_size_t,
                               c_int32_p, c_size_t], c_int),
     ("induct_optimizer_new", [PP, P, c_uint32], c_int),
@@ -267,6 +268,7 @@ FUNCTIONS = [
     ("induct_analysis_ablation_attribution", [P, P, POINTER(EvalConfig), c_uint32, c_float_p,
                                               c_size_t, c_size_t_p, c_double_p], c_int),
     ("induct_probe_config_init", [POINTER(ProbeConfig), c_size_t], c_int),
+    ("induct_probe_config_for_dataset", [POINTER(ProbeConfig), c_size_t, P], c_int),
     ("induct_analysis_probe_tokens", [P, POINTER(ProbeConfig), c_uint32, c_int32_p, c_size_t,
                                       c_size_t_p], c_int),
     ("induct_analysis_prefix_matching", [P, POINTER(ProbeConfig), c_float_p, c_size_t,
@@ -339,10 +341,10 @@ def check(status, function):
 
 class Out:
     """An output scalar for a C `T *` parameter: pass it in the argument list of call(),
-    read `.value` afterwards. Kinds: handle, double, size, uint32, char_p."""
+    read `.value` afterwards. Kinds: handle, double, size, uint32, int32, uint64, char_p."""
 
     _TYPES = {"handle": c_void_p, "double": c_double, "size": c_size_t, "uint32": c_uint32,
-              "uint64": c_uint64, "char_p": c_char_p}
+              "int32": c_int32, "uint64": c_uint64, "char_p": c_char_p}
 
     def __init__(self, kind):
         self._c = self._TYPES[kind]()
@@ -350,6 +352,12 @@ class Out:
     @property
     def value(self):
         return self._c.value
+
+
+def address_of(struct):
+    """The address of a ctypes struct, for a pointer field of another struct (the caller
+    keeps `struct` alive while the address is in use)."""
+    return ctypes.addressof(struct)
 
 
 #: C element type -> (array.array typecode, NumPy dtype) a buffer argument must have.

@@ -6,10 +6,11 @@ import json
 import os
 
 from . import _arrays
-from ._capi import KVConfig, ModelConfig, Out, RRTConfig, TextConfig, TokenFileConfig, \
-    TrainConfig, call, new_struct, progress_callback, value
+from ._capi import KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, TextConfig, \
+    TokenFileConfig, \
+    TrainConfig, address_of, call, new_struct, progress_callback, value
 from ._errors import BufferTooSmall
-from .analysis import ModelAnalysis
+from .analysis import ModelAnalysis, _probe_config
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -302,6 +303,26 @@ class Dataset(_Handle):
     def d_vocab(self):
         return value("induct_dataset_d_vocab", self)
 
+    @property
+    def bos(self):
+        """The BOS id every sequence starts with, or None (induct_dataset_bos; the BOS
+        rule is in docs/datasets.md)."""
+        out = Out("int32")
+        call("induct_dataset_bos", self, out)
+        return None if out.value < 0 else out.value
+
+    def probe_config(self):
+        """The head probe for a model trained on this dataset, as keywords of the probe
+        functions (Model.prefix_matching(**d.probe_config()), Optimizer.train(probe=...)):
+        the dataset's BOS (None for none) and token range, the other fields at their
+        defaults (induct_probe_config_for_dataset)."""
+        cfg = ProbeConfig.defaults()
+        call("induct_probe_config_for_dataset", cfg, cfg.size, self)
+        out = cfg.as_dict()
+        if out["bos"] < 0:
+            out["bos"] = None
+        return out
+
     def kv_info(self, index, batch, seq_len, split="train"):
         """Targets of batch `index` of a KV dataset, int32 [batch, 4]: answer position,
         answer token, key position, value position (KV_INFO_COLUMNS), for exactly the
@@ -392,8 +413,12 @@ class Optimizer(_Handle):
     def train(self, dataset, steps, batch=32, seq_len=0, eval_every=0, eval_log2=False,
               eval_batch=64, metrics=("loss",), metrics_path=None, metrics_append=False,
               snapshot_every=0, snapshot_log2=False, snapshot_optimizer=True,
-              snapshot_path=None, target_loss=0.0, progress=None):
+              snapshot_path=None, target_loss=0.0, progress=None, probe=None):
         """Train until the step counter reaches `steps` (induct_train).
+
+        `probe`: keywords of the head probe of the "prefix_matching" and "copying"
+        metrics (as Model.prefix_matching()); None uses dataset.probe_config(), the
+        dataset's BOS and token range.
 
         `metrics` names INDUCT_TRAIN_METRIC_* bits ("loss", "icl_score", ...). `progress`,
         if given, is called on this thread as progress(info: dict) after every step,
@@ -420,6 +445,9 @@ class Optimizer(_Handle):
             keep.append(os.fsencode(snapshot_path))
             cfg.snapshot_path = keep[-1]
         cfg.target_loss = target_loss
+        if probe is not None:
+            keep.append(_probe_config(probe))
+            cfg.probe = address_of(keep[-1])
         raised = []
 
         def on_progress(fields):

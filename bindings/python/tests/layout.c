@@ -39,7 +39,7 @@ int main(void) {
     BEGIN();
     F(size); F(steps); F(batch); F(seq_len); F(eval_every); F(eval_log2); F(eval_batch); F(metrics);
     F(metrics_append); F(metrics_path); F(snapshot_every); F(snapshot_log2); F(snapshot_optimizer);
-    F(snapshot_path); F(target_loss);
+    F(snapshot_path); F(target_loss); F(probe);
 #undef S
 #define S induct_progress
     BEGIN();

@@ -1,6 +1,7 @@
 """Datasets of issue 3 through the bindings: bit-identity with the C reference program
 (ref_datasets.c), the documented structure of KV rows and text windows, token files
 both ways, and every exception path of the new functions."""
+import json
 import os
 
 import numpy as np
@@ -172,3 +173,36 @@ def test_training_logs_kv_metrics(tmp_path):
     assert last["step"] == 4
     assert last["kv_accuracy"] == m.kv_accuracy(kv, 16, 12)
     assert np.array_equal(np.float32(last["kv_attention_on_answer"]), m.kv_attention(kv, 16, 12))
+
+
+def test_bos_rule(tmp_path):
+    """Every dataset reports its BOS; the training driver's probe metrics use it."""
+    text = b"the cat sat on the mat. " * 200
+    assert induct.Dataset.rrt().bos is None
+    assert induct.Dataset.rrt(bos=0, token_lo=1).bos == 0
+    assert induct.Dataset.text(text).bos is None
+    d = induct.Dataset.text(text, bos=1, block_tokens=256)
+    assert d.bos == induct.TEXT_BOS == 256
+    assert induct.Dataset.tokens([[1, 2, 3, 4]], d_vocab=5).bos is None
+    pc = d.probe_config()
+    assert (pc["bos"], pc["token_lo"], pc["token_hi"]) == (256, 0, 256)
+    m = induct.Model(n_layers=1, d_model=16, n_heads=2, n_ctx=128, d_vocab=257, seed=5)
+    probe = m.probe_tokens(**pc)
+    assert probe.shape == (10, 101) and (probe[:, 0] == 256).all() and (probe[:, 1:] < 256).all()
+    o = induct.Optimizer(m)
+    log = tmp_path / "m.jsonl"
+    o.train(d, steps=1, batch=2, seq_len=64, eval_every=1, eval_batch=2,
+            metrics=("prefix_matching", "copying"), metrics_path=log)
+    rec = json.loads(log.read_text().splitlines()[-1])
+    assert np.array_equal(np.float32(rec["prefix_matching_score"]), m.prefix_matching(**pc))
+    assert np.array_equal(np.float32(rec["copying_score"]), m.copying(**pc))
+    assert not np.array_equal(m.prefix_matching(**pc), m.prefix_matching())  # not NUL-BOS
+    mine = dict(bos=256, token_lo=97, token_hi=123, block_len=10, seed=4)
+    o.train(d, steps=2, batch=2, seq_len=64, eval_every=1, eval_batch=2,
+            metrics=("prefix_matching",), metrics_path=log, probe=mine)
+    rec = json.loads(log.read_text().splitlines()[-1])
+    assert np.array_equal(np.float32(rec["prefix_matching_score"]), m.prefix_matching(**mine))
+    with pytest.raises(induct.InvalidArgument):
+        o.train(d, steps=3, batch=2, seq_len=64, metrics=("prefix_matching",),
+                probe=dict(mine, bos=100))
+    assert o["step"] == 2
