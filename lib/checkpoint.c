@@ -775,7 +775,12 @@ static int precheck(const st_file *sf, const induct_model_config *c) {
     return INDUCT_OK;
 }
 
-static int config_from_file(const st_file *sf, induct_model_config *c) {
+/* The config of a file: its __metadata__, else its tensor shapes where they tell; or,
+ * with `given`, the caller's config, which the metadata present must agree with. A
+ * choice the tensors cannot tell (positions, LayerNorm when there are no LN tensors, the
+ * MLP's activation) needs the metadata or `given`: else EFORMAT, naming each one. */
+static int config_from_file(const st_file *sf, induct_model_config *c,
+                            const induct_model_config *given) {
     induct_model_config_init(c, sizeof *c);
     int rc;
     /* explicit metadata first */
@@ -796,7 +801,8 @@ static int config_from_file(const st_file *sf, induct_model_config *c) {
         return rc;
     static const char *const ACT[] = {"gelu_new"};
     uint32_t dummy;
-    if ((rc = meta_choice(sf, "act_fn", ACT, 1, &dummy)) < 0) return rc;
+    int has_act;
+    if ((rc = has_act = meta_choice(sf, "act_fn", ACT, 1, &dummy)) < 0) return rc;
     if ((rc = meta_choice(sf, "init", INIT_NAMES, 2, &c->init)) < 0) return rc;
     int has_smear, present;
     uint64_t u;
@@ -809,11 +815,62 @@ static int config_from_file(const st_file *sf, induct_model_config *c) {
     INDUCT_TRY(parse_meta_f64(sf, "smear_alpha_init", &c->smear_alpha_init, &present));
     INDUCT_TRY(parse_meta_f64(sf, "init_std", &c->init_std, &present));
 
+    if (given) {
+        /* the caller's config; the metadata present must agree with it */
+        uint32_t dh = given->d_head ? given->d_head
+                      : given->n_heads    ? given->d_model / given->n_heads
+                                          : 0;
+        const struct {
+            int has;
+            uint32_t file, want;
+            const char *key;
+        } agree[] = {{has_layers, c->n_layers, given->n_layers, "n_layers"},
+                     {has_d_model, c->d_model, given->d_model, "d_model"},
+                     {has_heads, c->n_heads, given->n_heads, "n_heads"},
+                     {has_d_head, c->d_head, dh, "d_head"},
+                     {has_mlp, c->d_mlp, given->d_mlp, "d_mlp"},
+                     {has_ctx, c->n_ctx, given->n_ctx, "n_ctx"},
+                     {has_vocab, c->d_vocab, given->d_vocab, "d_vocab"},
+                     {has_pos, c->positional, given->positional, "positional_embedding_type"},
+                     {has_ln, c->layer_norm, given->layer_norm, "normalization_type"},
+                     {has_smear, c->smeared_keys, given->smeared_keys, "smeared_keys"}};
+        for (size_t i = 0; i < sizeof agree / sizeof *agree; i++)
+            INDUCT_FAIL_IF(agree[i].has && agree[i].file != agree[i].want, INDUCT_EFORMAT,
+                           "checkpoint '%s': __metadata__ %s (%u) contradicts the given "
+                           "config (%u)",
+                           sf->path, agree[i].key, agree[i].file, agree[i].want);
+        *c = *given;
+        return INDUCT_OK;
+    }
+    /* what the tensors cannot tell needs the metadata or a config given explicitly */
+    {
+        char why[768] = "";
+        size_t k = 0;
+        int has_w_pos = st_find(sf, "pos_embed.W_pos") != NULL;
+        if (!has_pos)
+            k += (size_t)snprintf(why + k, sizeof why - k, "%s",
+                                  has_w_pos ? "; positional_embedding_type (W_pos serves "
+                                              "standard and shortformer alike)"
+                                            : "; positional_embedding_type (no W_pos: none, "
+                                              "or rotary)");
+        if (!has_ln && !st_find(sf, "ln_final.w") && k < sizeof why)
+            k += (size_t)snprintf(why + k, sizeof why - k,
+                                  "; normalization_type (no LN tensors: none, or LN folded "
+                                  "in, TransformerLens's fold_ln=True)");
+        uint32_t mlp = 0;
+        if (!has_act && (has_mlp ? c->d_mlp != 0 : shape_of(sf, "blocks.0.mlp.W_in", 2, 1, &mlp) != 0) &&
+            k < sizeof why)
+            k += (size_t)snprintf(why + k, sizeof why - k,
+                                  "; act_fn (the MLP's activation)");
+        INDUCT_FAIL_IF(k > 0, INDUCT_EFORMAT,
+                       "checkpoint '%s': its architecture cannot be told from its tensors; "
+                       "missing: %s. Give these __metadata__ keys or the whole configuration "
+                       "(induct_model_load_config)",
+                       sf->path, why + 2);
+    }
     /* inferred from shapes where the metadata is silent (documented) */
     if (!has_vocab) shape_of(sf, "embed.W_E", 2, 0, &c->d_vocab);
     if (!has_d_model) shape_of(sf, "embed.W_E", 2, 1, &c->d_model);
-    if (!has_pos) c->positional = st_find(sf, "pos_embed.W_pos") ? INDUCT_POS_STANDARD
-                                                                  : INDUCT_POS_NONE;
     if (!has_ctx && !shape_of(sf, "pos_embed.W_pos", 2, 0, &c->n_ctx))
         return induct__fail(INDUCT_EFORMAT,
                             "checkpoint '%s': n_ctx is not in __metadata__ and there is no "
@@ -835,7 +892,7 @@ static int config_from_file(const st_file *sf, induct_model_config *c) {
     if (!has_heads) shape_of(sf, "blocks.0.attn.W_Q", 3, 0, &c->n_heads);
     if (!has_d_head) shape_of(sf, "blocks.0.attn.W_Q", 3, 2, &c->d_head);
     if (!has_mlp && !shape_of(sf, "blocks.0.mlp.W_in", 2, 1, &c->d_mlp)) c->d_mlp = 0;
-    if (!has_ln) c->layer_norm = st_find(sf, "ln_final.w") != NULL;
+    if (!has_ln) c->layer_norm = 1; /* ln_final.w exists (checked above) */
     if (!has_smear) c->smeared_keys = st_find(sf, "blocks.0.attn.smear_alpha") != NULL;
     const char *ao = st_meta(sf, "attn_only");
     INDUCT_FAIL_IF(ao && strcmp(ao, c->d_mlp ? "false" : "true") != 0, INDUCT_EFORMAT,
@@ -871,12 +928,13 @@ static int has_tensor(const induct__tensor **v, size_t n, const char *name) {
     return 0;
 }
 
-/* induct_model_load() on an opened file; closes it. */
-static int model_load(induct_model **out, st_file *sf_) {
+/* induct_model_load() on an opened file (with `given`: induct_model_load_config());
+ * closes it. */
+static int model_load(induct_model **out, st_file *sf_, const induct_model_config *given) {
     st_file sf = *sf_;
     const char *path = sf.path;
     induct_model_config c;
-    int rc = config_from_file(&sf, &c);
+    int rc = config_from_file(&sf, &c, given);
     induct_model *m = NULL;
     if (rc == INDUCT_OK && c.n_layers == 0)
         rc = induct__fail(INDUCT_EFORMAT, "checkpoint '%s': no blocks.{l}. tensors and no n_layers "
@@ -927,7 +985,20 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path) {
     INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_model_load: path is NULL");
     st_file sf;
     INDUCT_TRY(st_open(&sf, path));
-    return model_load(out, &sf);
+    return model_load(out, &sf, NULL);
+}
+
+INDUCT_API int induct_model_load_config(induct_model **out, const char *path,
+                                        const induct_model_config *cfg) {
+    INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_model_load_config: out is NULL");
+    *out = NULL;
+    INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_model_load_config: path is NULL");
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_model_config"));
+    st_file sf;
+    INDUCT_TRY(st_open(&sf, path));
+    return model_load(out, &sf, &c);
 }
 
 int induct__model_load_mem(induct_model **out, const void *data, size_t len) {
@@ -935,7 +1006,7 @@ int induct__model_load_mem(induct_model **out, const void *data, size_t len) {
     *out = NULL;
     st_file sf;
     INDUCT_TRY(st_open_mem(&sf, data, len));
-    return model_load(out, &sf);
+    return model_load(out, &sf, NULL);
 }
 
 /* induct_optimizer_load() on an opened file; closes it. */

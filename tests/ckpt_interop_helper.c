@@ -5,8 +5,11 @@
  *       <dir>/model.safetensors, <dir>/tokens.bin (int32 [B][T]) and <dir>/logits.bin
  *       (float32 [B][T][d_vocab]) from libinduct's forward, then trains 2 AdamW steps
  *       on those tokens and writes <dir>/opt.safetensors. Prints "B T d_vocab".
- *   ckpt_interop_helper logits <checkpoint> <tokens.bin> <B> <T> <out.bin>
- *       Loads the checkpoint, runs the forward pass, writes float32 logits.
+ *   ckpt_interop_helper logits <checkpoint> <tokens.bin> <B> <T> <out.bin> [key=value ...]
+ *       Loads the checkpoint, runs the forward pass, writes float32 logits. With
+ *       key=value arguments (induct_model_config fields: n_layers, d_model, n_heads,
+ *       d_head, d_mlp, n_ctx, d_vocab, positional, layer_norm, smeared_keys; unsigned
+ *       integers) the configuration is given explicitly (induct_model_load_config).
  * Exit status 0 on success; 1 with the library's message on stderr otherwise.
  */
 #include <induct/induct.h>
@@ -117,9 +120,34 @@ static int cmd_write(const char *dir, const char *variant) {
 }
 
 static int cmd_logits(const char *ckpt, const char *tokens, unsigned b, unsigned t,
-                      const char *out) {
+                      const char *out, int n_kv, char **kv) {
     induct_model *m;
-    int rc = induct_model_load(&m, ckpt);
+    int rc;
+    if (n_kv == 0) {
+        rc = induct_model_load(&m, ckpt);
+    } else {
+        induct_model_config g;
+        induct_model_config_init(&g, sizeof g);
+        static const char *keys[] = {"n_layers", "d_model",   "n_heads",    "d_head",
+                                     "d_mlp",    "n_ctx",     "d_vocab",    "positional",
+                                     "layer_norm", "smeared_keys"};
+        uint32_t *fields[] = {&g.n_layers, &g.d_model,    &g.n_heads,    &g.d_head,
+                              &g.d_mlp,    &g.n_ctx,      &g.d_vocab,    &g.positional,
+                              &g.layer_norm, &g.smeared_keys};
+        for (int i = 0; i < n_kv; i++) {
+            const char *eq = strchr(kv[i], '=');
+            size_t k = 0;
+            while (k < 10 && (!eq || strncmp(kv[i], keys[k], (size_t)(eq - kv[i])) ||
+                              strlen(keys[k]) != (size_t)(eq - kv[i])))
+                k++;
+            if (k == 10) {
+                fprintf(stderr, "unknown config argument '%s'\n", kv[i]);
+                return 2;
+            }
+            *fields[k] = (uint32_t)strtoul(eq + 1, NULL, 10);
+        }
+        rc = induct_model_load_config(&m, ckpt, &g);
+    }
     if (rc) return fail(rc, "load");
     induct_model_config c;
     c.size = sizeof c;
@@ -144,10 +172,11 @@ static int cmd_logits(const char *ckpt, const char *tokens, unsigned b, unsigned
 
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "write")) return cmd_write(argv[2], argv[3]);
-    if (argc == 7 && !strcmp(argv[1], "logits"))
+    if (argc >= 7 && !strcmp(argv[1], "logits"))
         return cmd_logits(argv[2], argv[3], (unsigned)atoi(argv[4]), (unsigned)atoi(argv[5]),
-                          argv[6]);
-    fprintf(stderr, "usage: %s write <dir> <variant> | logits <ckpt> <tokens> <B> <T> <out>\n",
+                          argv[6], argc - 7, argv + 7);
+    fprintf(stderr, "usage: %s write <dir> <variant> | logits <ckpt> <tokens> <B> <T> <out> "
+                    "[key=value ...]\n",
             argv[0]);
     return 2;
 }

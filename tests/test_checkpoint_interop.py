@@ -195,11 +195,17 @@ def random_tl_weights(cfg, seed):
 
 
 PY_CONFIGS = {
-    # no __metadata__ at all: every dimension is inferred from the shapes
+    # __metadata__ with the choices the tensors cannot tell only (positions, normalization,
+    # activation): every dimension is inferred from the shapes
     "inferred-standard": dict(n_layers=2, d_model=12, n_heads=3, d_head=4, d_mlp=0, n_ctx=10, d_vocab=17,
-                              positional="standard", layer_norm=False, smeared=False, metadata=False),
+                              positional="standard", layer_norm=False, smeared=False, metadata="choices"),
     "inferred-mlp-ln-smeared": dict(n_layers=1, d_model=8, n_heads=2, d_head=3, d_mlp=20, n_ctx=9, d_vocab=13,
-                                    positional="standard", layer_norm=True, smeared=True, metadata=False),
+                                    positional="standard", layer_norm=True, smeared=True, metadata="choices"),
+    # no __metadata__ at all: loads only with the configuration given explicitly
+    "explicit-shortformer": dict(n_layers=2, d_model=12, n_heads=3, d_head=4, d_mlp=0, n_ctx=10, d_vocab=17,
+                                 positional="shortformer", layer_norm=False, smeared=False, metadata=False),
+    "explicit-mlp-ln": dict(n_layers=1, d_model=8, n_heads=2, d_head=3, d_mlp=20, n_ctx=9, d_vocab=13,
+                            positional="standard", layer_norm=True, smeared=True, metadata=False),
     # TransformerLens config keys in __metadata__ (shortformer cannot be inferred)
     "tl-metadata-shortformer": dict(n_layers=3, d_model=16, n_heads=2, d_head=8, d_mlp=24, n_ctx=12, d_vocab=19,
                                     positional="shortformer", layer_norm=True, smeared=False, metadata=True),
@@ -216,25 +222,73 @@ def test_pytorch_file_in_libinduct(tmp_path, name):
     arrays = {k: v.numpy() for k, v in reversed(list(P.items()))}
     meta = None
     if cfg["metadata"]:
-        meta = {k: str(cfg[k]) for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "n_ctx", "d_vocab")}
+        meta = {} if cfg["metadata"] == "choices" else \
+            {k: str(cfg[k]) for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "n_ctx", "d_vocab")}
         meta["positional_embedding_type"] = cfg["positional"]
         meta["normalization_type"] = "LN" if cfg["layer_norm"] else "none"
         meta["act_fn"] = "gelu_new"
     path = tmp_path / "torch.safetensors"
     write_safetensors(path, arrays, meta)
+    explicit = [] if cfg["metadata"] else explicit_config(cfg)
     B, T = 2, cfg["n_ctx"]
     tokens = torch.randint(0, cfg["d_vocab"], (B, T), generator=torch.Generator().manual_seed(7))
     tokens.numpy().astype("<i4").tofile(tmp_path / "tokens.bin")
     with torch.no_grad():
         ref = torch_logits({k: v.double() for k, v in P.items()}, cfg, tokens).numpy()
     out = tmp_path / "logits.bin"
-    res = subprocess.run([HELPER, "logits", str(path), str(tmp_path / "tokens.bin"), str(B), str(T), str(out)],
-                         capture_output=True, text=True)
+    res = subprocess.run([HELPER, "logits", str(path), str(tmp_path / "tokens.bin"), str(B), str(T), str(out),
+                          *explicit], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     got = np.fromfile(out, dtype="<f4").reshape(B, T, cfg["d_vocab"])
     err = np.abs(got - ref).max()
     assert err < TOL, f"max |libinduct - torch| = {err}"
     assert np.abs(ref).max() > 0.5
+
+
+def explicit_config(cfg):
+    """The helper's key=value arguments of an explicit induct_model_config."""
+    pos = {"standard": 0, "shortformer": 1, "none": 2}[cfg["positional"]]
+    return [f"{k}={cfg[k]}" for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "n_ctx", "d_vocab")] + \
+        [f"positional={pos}", f"layer_norm={int(cfg['layer_norm'])}", f"smeared_keys={int(cfg['smeared'])}"]
+
+
+def test_architecture_not_told_by_the_tensors_is_refused(tmp_path):
+    """Without __metadata__, a shortformer file reads like standard positions (its logits
+    would change by O(1)) and a TransformerLens export with LayerNorm folded in
+    (fold_ln=True: no LN weights, but still normalising) reads like a model without
+    LayerNorm: both are refused with a message naming what is missing, and load with the
+    configuration given explicitly."""
+    np.zeros((1, 4), dtype="<i4").tofile(tmp_path / "tokens.bin")
+    for name, missing in (("explicit-shortformer", ["positional_embedding_type", "shortformer"]),
+                          ("explicit-mlp-ln", ["positional_embedding_type", "act_fn"])):
+        cfg = PY_CONFIGS[name]
+        P = random_tl_weights(cfg, seed=3)
+        path = tmp_path / f"{name}.safetensors"
+        write_safetensors(path, {k: v.numpy() for k, v in P.items()})
+        args = [HELPER, "logits", str(path), str(tmp_path / "tokens.bin"), "1", "4", str(tmp_path / "o.bin")]
+        res = subprocess.run(args, capture_output=True, text=True)
+        assert res.returncode == 1
+        assert "INDUCT_EFORMAT" in res.stderr and "cannot be told from its tensors" in res.stderr
+        assert all(m in res.stderr for m in missing), res.stderr
+        assert "induct_model_load_config" in res.stderr
+        assert subprocess.run(args + explicit_config(cfg), capture_output=True).returncode == 0
+        # the metadata must agree with a config given explicitly
+        write_safetensors(path, {k: v.numpy() for k, v in P.items()}, {"n_heads": "1"})
+        res = subprocess.run(args + explicit_config(cfg), capture_output=True, text=True)
+        assert res.returncode == 1 and "n_heads (1) contradicts the given config" in res.stderr
+    # TL's default export of an attention-only LayerNorm model: LN folded, no LN tensors,
+    # TL config keys for the dimensions but not normalization_type
+    cfg = dict(PY_CONFIGS["inferred-standard"], layer_norm=False)
+    P = random_tl_weights(cfg, seed=4)
+    meta = {k: str(cfg[k]) for k in ("n_layers", "d_model", "n_heads", "d_head", "d_mlp", "n_ctx", "d_vocab")}
+    meta["positional_embedding_type"] = "standard"
+    path = tmp_path / "tl-folded.safetensors"
+    write_safetensors(path, {k: v.numpy() for k, v in P.items()}, meta)
+    res = subprocess.run([HELPER, "logits", str(path), str(tmp_path / "tokens.bin"), "1", "4",
+                          str(tmp_path / "o.bin")], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert "normalization_type" in res.stderr and "fold_ln=True" in res.stderr
+    assert "positional_embedding_type" not in res.stderr
 
 
 def test_transformerlens_buffers_are_refused(tmp_path):
@@ -245,7 +299,7 @@ def test_transformerlens_buffers_are_refused(tmp_path):
     arrays = {k: v.numpy() for k, v in P.items()}
     arrays["blocks.0.attn.IGNORE"] = np.array([-1e5], dtype=np.float32)
     path = tmp_path / "tl.safetensors"
-    write_safetensors(path, arrays)
+    write_safetensors(path, arrays, {"positional_embedding_type": "standard", "normalization_type": "none"})
     np.zeros((1, 4), dtype="<i4").tofile(tmp_path / "tokens.bin")
     res = subprocess.run([HELPER, "logits", str(path), str(tmp_path / "tokens.bin"), "1", "4", str(tmp_path / "o.bin")],
                          capture_output=True, text=True)

@@ -1833,7 +1833,13 @@ INDUCT_API int induct_model_save(const induct_model *model, const char *path);
  * Accepts files written by induct_model_save() and induct_optimizer_save(), and
  * safetensors files written by other tools (PyTorch, NumPy) that use the TL names.
  * The config comes from `__metadata__`; keys it lacks are inferred from the tensor
- * shapes where possible (docs/checkpoint-format.md lists which). Validation, each
+ * shapes where they tell (docs/checkpoint-format.md lists which). What the tensors
+ * cannot tell is never guessed: without `positional_embedding_type` (`pos_embed.W_pos`
+ * serves standard and shortformer positions alike), without `normalization_type` when
+ * there are no LayerNorm tensors (no LayerNorm, or LayerNorm folded into the weights as
+ * TransformerLens exports by default), and without `act_fn` for a model with an MLP,
+ * the load fails with ::INDUCT_EFORMAT naming each missing choice; such a file loads
+ * with induct_model_load_config(). Validation, each
  * failure being ::INDUCT_EFORMAT with a message naming the tensor or key: the header
  * length fits in the file; the header is a JSON object; every entry has a known
  * dtype, a shape and `data_offsets` whose span equals the shape's byte size; entries
@@ -1853,6 +1859,32 @@ INDUCT_API int induct_model_save(const induct_model *model, const char *path);
  *        records its last parse error in a global that libinduct never reads).
  */
 INDUCT_API int induct_model_load(induct_model **out, const char *path);
+
+/**
+ * @brief Load a model from a safetensors file with the configuration given explicitly:
+ * for files whose architecture cannot be told from their tensors (see
+ * induct_model_load(); e.g. a shortformer model, or a model without LayerNorm, saved
+ * by another tool without `__metadata__`).
+ *
+ * The model is `cfg` (every field, including the non-architectural ones such as
+ * `n_threads` and `seed`); the file must hold exactly its tensors (names, F32, TL
+ * shapes, finite values) and any architecture key in its `__metadata__` (n_layers,
+ * d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional_embedding_type,
+ * normalization_type, smeared_keys) must agree with `cfg`. All other validation is
+ * induct_model_load()'s. A TransformerLens export with LayerNorm folded in
+ * (`fold_ln=True`) has no LayerNorm weights but still normalises: no config of this
+ * library runs it; export with `fold_ln=False` (and `fold_value_biases=False`).
+ * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param path The file.
+ * @param cfg The model's configuration (size-prefixed, as for induct_model_new()).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EABI (`cfg->size`);
+ *         ::INDUCT_EIO; ::INDUCT_EFORMAT (as induct_model_load(), a metadata key that
+ *         contradicts `cfg`, a tensor `cfg` does not have or has in another shape, or
+ *         `cfg` invalid for induct_model_new()); ::INDUCT_ENOMEM.
+ * @since 0.1 As induct_model_load().
+ */
+INDUCT_API int induct_model_load_config(induct_model **out, const char *path,
+                                        const induct_model_config *cfg);
 
 /**
  * @brief Save a complete resume point: the optimizer's model (as induct_model_save())

@@ -245,6 +245,7 @@ FUNCTIONS = [
                                          c_size_t_p], c_int),
     ("induct_model_save", [P, c_char_p], c_int),
     ("induct_model_load", [PP, c_char_p], c_int),
+    ("induct_model_load_config", [PP, c_char_p, POINTER(ModelConfig)], c_int),
     ("induct_optimizer_save", [P, c_char_p], c_int),
     ("induct_optimizer_load", [PP, P, c_char_p], c_int),
     ("induct_train_config_init", [POINTER(TrainConfig), c_size_t], c_int),

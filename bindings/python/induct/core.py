@@ -112,10 +112,18 @@ class Model(_Handle, ModelAnalysis):
         call("induct_model_save", self, os.fsencode(path))
 
     @classmethod
-    def load(cls, path):
-        """A model from a safetensors file written by save() (or by PyTorch with TL names)."""
+    def load(cls, path, **config):
+        """A model from a safetensors file written by save() (or by PyTorch with TL names).
+        With keyword arguments (those of Model(), the whole architecture) the configuration
+        is given explicitly (induct_model_load_config): needed for a file whose
+        architecture its tensors cannot tell (FormatError "cannot be told from its
+        tensors", e.g. shortformer positions or no LayerNorm without __metadata__)."""
         out = Out("handle")
-        call("induct_model_load", out, os.fsencode(path))
+        if config:
+            cfg = ModelConfig.from_kwargs(config, {"positional": POS, "init": INIT})
+            call("induct_model_load_config", out, os.fsencode(path), cfg)
+        else:
+            call("induct_model_load", out, os.fsencode(path))
         return cls._wrap(out.value)
 
     def set_threads(self, n):

@@ -347,3 +347,46 @@ def test_set_checks_the_shape():
     m.set("unembed.b_U", [0.5] * 11)  # nested lists of the right shape are fine
     with pytest.raises(induct.OutOfRange, match="no tensor named"):
         m.set("nope", [1.0])
+
+
+def _write_bare_safetensors(path, tensors):
+    """TL-named float32 tensors without __metadata__ (as a tool other than libinduct writes)."""
+    import struct
+    header, blobs, off = {}, [], 0
+    for k, v in tensors.items():
+        b = np.ascontiguousarray(v, dtype="<f4").tobytes()
+        header[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def test_load_needs_the_architecture_the_tensors_cannot_tell(tmp_path):
+    cfg = dict(n_layers=2, d_model=16, n_heads=2, n_ctx=12, d_vocab=10, positional="shortformer",
+               seed=3)
+    m = induct.Model(**cfg)
+    rng = np.random.default_rng(0)
+    for name, w in m.weights().items():  # weights of order 1, so positions matter
+        m.set(name, rng.normal(0, 0.5, w.shape).astype(np.float32))
+    toks = np.arange(24, dtype=np.int32).reshape(2, 12) % 10
+    ref = m.forward(toks)[0]
+    path = tmp_path / "bare.safetensors"
+    _write_bare_safetensors(path, m.weights())
+    with pytest.raises(induct.FormatError, match="cannot be told from its tensors.*"
+                       "positional_embedding_type.*normalization_type"):
+        induct.Model.load(path)
+    m2 = induct.Model.load(path, **cfg)
+    assert np.array_equal(m2.forward(toks)[0], ref)
+    # as standard positions the same tensors give other logits: guessing would be wrong
+    m3 = induct.Model.load(path, **dict(cfg, positional="standard"))
+    assert np.abs(m3.forward(toks)[0] - ref).max() > 0.1
+    # a file with metadata: a given config must agree with it
+    m.save(tmp_path / "full.safetensors")
+    assert np.array_equal(induct.Model.load(tmp_path / "full.safetensors").forward(toks)[0], ref)
+    with pytest.raises(induct.FormatError, match="positional_embedding_type .* contradicts"):
+        induct.Model.load(tmp_path / "full.safetensors", **dict(cfg, positional="standard"))
+    with pytest.raises(induct.FormatError, match="shape"):
+        induct.Model.load(path, **dict(cfg, n_heads=4, d_head=2))
