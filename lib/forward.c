@@ -239,7 +239,7 @@ static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, ui
             }
         induct__gemm(nt, 0, 1, V, D, HD, 1.0f, ge, ld, Wp[x], HD, 1.0f, G(m->W_E), D);
         if (pos[x]) induct__gemm(nt, 0, 1, T, D, HD, 1.0f, gp, ld, Wp[x], HD, 1.0f, G(m->W_pos), D);
-        induct__colsum(db[x], d[x], N, HD, HD, nt);
+        if (x != 1) induct__colsum(db[x], d[x], N, HD, HD, nt); /* b_K: exactly 0, below */
     }
 }
 
@@ -470,7 +470,9 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
         proj_backward(m, dx, separate_qk ? beta0 : 1.0f, G(o->W_V), dv, W(a->ln1), W(a->wv), N,
                       D, H, dh);
         induct__colsum(G(o->b_Q), dq, N, HD, HD, nt);
-        induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
+        /* b_K adds q·b_K to every score of a query, which the softmax ignores: its
+         * gradient is exactly 0 and stays the 0 the buffer was cleared to (summing dk
+         * would give rounding noise, which Adam's normalisation turns into updates) */
         induct__colsum(G(o->b_V), dv, N, HD, HD, nt);
         if (separate_qk) {
             induct__pos_backward(G(m->W_pos), dqk, B, T, D);

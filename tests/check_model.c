@@ -2,6 +2,7 @@
  * variant, causality, exact loss of all-zero logits, determinism, bad input.
  * Links only the shared library (public API). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -265,6 +266,43 @@ START_TEST(test_xent_nonfinite_logits) {
 }
 END_TEST
 
+/* b_K shifts every score of a query by q·b_K, which the softmax ignores: its gradient is
+ * exactly 0 in every variant (not rounding noise), so AdamW (without weight decay)
+ * leaves it bit-identical while every other tensor moves. */
+START_TEST(test_b_K_gradient_is_zero) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 9);
+    ck_ok(induct_model_backward(m, tok, B, T, NULL));
+    float g[2 * 4], w0[2][2 * 4], w1[2 * 4];
+    char name[64];
+    for (int l = 0; l < 2; l++) {
+        snprintf(name, sizeof name, "blocks.%d.attn.b_K", l);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g, 8, NULL));
+        for (int i = 0; i < 8; i++)
+            ck_assert_msg(g[i] == 0.0f, "%s: grad %s[%d] = %g, not 0", v->name, name, i, g[i]);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, w0[l], 8, NULL));
+        snprintf(name, sizeof name, "blocks.%d.attn.b_Q", l);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g, 8, NULL));
+        float mx = 0;
+        for (int i = 0; i < 8; i++) mx = fabsf(g[i]) > mx ? fabsf(g[i]) : mx;
+        ck_assert_msg(mx > 1e-4f, "%s: grad %s is zero too", v->name, name);
+    }
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
+    ck_ok(induct_optimizer_set(o, INDUCT_OPT_WEIGHT_DECAY, 0.0));
+    for (int s = 0; s < 3; s++) ck_ok(induct_train_step_tokens(o, tok, B, T, NULL));
+    for (int l = 0; l < 2; l++) {
+        snprintf(name, sizeof name, "blocks.%d.attn.b_K", l);
+        ck_ok(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, w1, 8, NULL));
+        ck_assert_msg(memcmp(w0[l], w1, sizeof w1) == 0, "%s: AdamW moved %s", v->name, name);
+    }
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
 /* Attention rows sum to 1 and keys after the query get exactly 0. */
 START_TEST(test_attention_pattern) {
     induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
@@ -377,6 +415,7 @@ Suite *model_suite(void) {
     tcase_add_test(tc, test_xent_extreme_logits);
     tcase_add_test(tc, test_xent_shift_invariance);
     tcase_add_test(tc, test_xent_nonfinite_logits);
+    tcase_add_loop_test(tc, test_b_K_gradient_is_zero, 0, N_VARIANTS);
     tcase_add_test(tc, test_attention_pattern);
     tcase_add_test(tc, test_extreme_scores);
     tcase_add_test(tc, test_determinism);

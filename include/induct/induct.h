@@ -416,6 +416,12 @@ INDUCT_API int induct_model_forward(induct_model *model, const int32_t *tokens, 
  * @param batch Number of sequences, ≥ 1.
  * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param[out] mean_loss_out Mean per-token loss (nats) before any update, or NULL.
+ * The gradient of every `blocks.{l}.attn.b_K` is exactly 0: b_K adds `q·b_K` to all
+ * scores of a query, which the softmax ignores (it is shift-invariant per query), so it
+ * is set to 0 rather than summed (the sum would be rounding noise that Adam's
+ * normalisation turns into updates of size lr). b_K stays a parameter (the TL layout):
+ * optimizer steps leave it unchanged except for weight decay, which does not change
+ * the model's output either.
  * @return as induct_model_forward(); on ::INDUCT_ENUMERIC the gradients are
  *         unspecified but the weights are untouched. Non-finite gradients with a
  *         finite loss are not an error here (induct_optimizer_step() refuses them).
