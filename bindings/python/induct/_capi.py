@@ -375,7 +375,17 @@ def _adapt(argtype, arg, name, index):
     if arg is None or isinstance(arg, bool):
         return arg
     if isinstance(arg, numbers.Integral):  # also NumPy integers, which ctypes refuses
-        return int(arg)
+        v = int(arg)
+        code = getattr(argtype, "_type_", None)
+        if isinstance(code, str) and code in "bBhHiIlLqQ":  # ctypes would wrap silently
+            bits = 8 * ctypes.sizeof(argtype)
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if code.islower() \
+                else (0, (1 << bits) - 1)
+            if not lo <= v <= hi:
+                raise _errors.OutOfRange(f"{name} argument {index}: {v} is outside the range "
+                                         f"of its C type [{lo}, {hi}] (refused, not wrapped)",
+                                         function=name)
+        return v
     if isinstance(arg, numbers.Real):
         return float(arg)
     if isinstance(arg, Out):

@@ -390,3 +390,17 @@ def test_load_needs_the_architecture_the_tensors_cannot_tell(tmp_path):
         induct.Model.load(tmp_path / "full.safetensors", **dict(cfg, positional="standard"))
     with pytest.raises(induct.FormatError, match="shape"):
         induct.Model.load(path, **dict(cfg, n_heads=4, d_head=2))
+
+
+def test_scalar_arguments_are_not_wrapped():
+    d = induct.Dataset.rrt(d_vocab=11, min_block=2)
+    m = induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=8, d_vocab=11)
+    with pytest.raises(induct.OutOfRange, match="refused, not wrapped"):
+        m.set_threads(2**32 + 1)  # would be 1 thread
+    with pytest.raises(induct.OutOfRange, match="refused, not wrapped"):
+        m.set_max_bytes(-1)  # would be 2**64 - 1
+    with pytest.raises(induct.OutOfRange, match="refused, not wrapped"):
+        d.batch(-1, 2, 8)  # would be batch 2**64 - 1
+    with pytest.raises(induct.OutOfRange, match="refused, not wrapped"):
+        m.set_threads(-1)
+    assert d.batch(2**64 - 1, 2, 8)[0].shape == (2, 8)  # the whole uint64 range is fine
