@@ -283,7 +283,15 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         if (!(want & bit)) continue;
         if (!rec) {
             int rc = induct_analysis_probe_tokens(m, &r->probe, (uint32_t)k, NULL, 0, &len);
-            if (rc != INDUCT_EBUFSIZE) INDUCT_TRY(rc);
+            if (rc != INDUCT_EBUFSIZE && rc != INDUCT_OK) {
+                char msg[384];
+                snprintf(msg, sizeof msg, "%s", induct_last_error_message());
+                return induct__fail(rc, "induct_train: metric '%s' (probe: %s): %s",
+                                    k ? "copying_score" : "prefix_matching_score",
+                                    r->c.probe ? "induct_train_config.probe"
+                                               : "the dataset's BOS and token range",
+                                    msg);
+            }
             continue;
         }
         collect_interrupt(r);
