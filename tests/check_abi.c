@@ -135,6 +135,13 @@ _Static_assert(offsetof(induct_progress, elapsed_seconds) == 56, "induct_progres
 _Static_assert(offsetof(induct_progress, eta_seconds) == 64, "induct_progress.eta_seconds");
 _Static_assert(offsetof(induct_progress, eval_loss) == 72, "induct_progress.eval_loss");
 _Static_assert(offsetof(induct_progress, snapshot_path) == 80, "induct_progress.snapshot_path");
+_Static_assert(sizeof(induct_generate_config) == 32, "induct_generate_config size");
+_Static_assert(offsetof(induct_generate_config, size) == 0, "induct_generate_config.size");
+_Static_assert(offsetof(induct_generate_config, max_new_tokens) == 8, "induct_generate_config.max_new_tokens");
+_Static_assert(offsetof(induct_generate_config, reserved0) == 12, "induct_generate_config.reserved0");
+_Static_assert(offsetof(induct_generate_config, temperature) == 16, "induct_generate_config.temperature");
+_Static_assert(offsetof(induct_generate_config, seed) == 24, "induct_generate_config.seed");
+_Static_assert(INDUCT_TEXT_BOS == 256, "INDUCT_TEXT_BOS");
 _Static_assert(INDUCT_OK == 0, "INDUCT_OK");
 _Static_assert(INDUCT_ERROR == -1, "INDUCT_ERROR");
 _Static_assert(INDUCT_ENOMEM == -2, "INDUCT_ENOMEM");

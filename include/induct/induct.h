@@ -2175,6 +2175,121 @@ INDUCT_API int induct_model_set_max_bytes(induct_model *model, uint64_t max_byte
 INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
 /** @} */
 
+/* ------------------------------------------------------------------------ */
+/** @defgroup text Text in and out: byte-level tokenizer and generation
+ *  Byte-level text (the tokenizer of the byte-level text datasets) and sampling
+ *  from a model, so that text goes in and comes out without leaving the library.
+ *  Word-piece tokenizers (sentencepiece) are in the Python bindings.
+ *  @{ */
+
+/**
+ * @brief Byte-level tokens of `n` bytes: token i is byte i (ids 0 … 255), preceded
+ * by ::INDUCT_TEXT_BOS (256) when `bos` is 1 — exactly the tokens
+ * induct_dataset_new_text() with the same `bos` makes of one document (without its
+ * separator), following the library's BOS rule (induct_dataset_bos()). A model for
+ * these tokens has `d_vocab` 256, or 257 with BOS.
+ * Any byte values are accepted (invalid UTF-8 is still bytes).
+ * @param bytes `n` bytes, or NULL when `n` is 0.
+ * @param n Number of bytes (0 gives `bos` tokens: none, or the BOS alone).
+ * @param bos 1: prepend ::INDUCT_TEXT_BOS; 0: no BOS.
+ * @param[out] out `n + bos` int32 ids, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in ids.
+ * @param[out] out_len `n + bos` (set also on ::INDUCT_EBUFSIZE), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (`bytes` NULL with `n` > 0, `bos` not 0/1);
+ *         ::INDUCT_ELIMIT (`n + bos` above INT32_MAX ids: token buffers are
+ *         indexed by int32 elsewhere); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (no state).
+ */
+INDUCT_API int induct_text_encode(const void *bytes, size_t n, uint32_t bos, int32_t *out,
+                                  size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Bytes of byte-level tokens, the inverse of induct_text_encode(): id b in
+ * 0 … 255 becomes byte b. With `bos` 1 every ::INDUCT_TEXT_BOS (256), wherever it
+ * stands, is a document boundary and produces no byte; with `bos` 0 it is an id
+ * outside the vocabulary. The output is raw bytes, not NUL-terminated, and need not
+ * be valid UTF-8 (a model may emit any byte).
+ * @param tokens `n` ids, or NULL when `n` is 0.
+ * @param n Number of ids.
+ * @param bos 1: the vocabulary has BOS (`d_vocab` 257), 0: it has not (256).
+ * @param[out] out Byte buffer, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in bytes.
+ * @param[out] out_len Number of bytes (the ids other than BOS; set also on
+ *                     ::INDUCT_EBUFSIZE), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (`tokens` NULL with `n` > 0, `bos` not 0/1);
+ *         ::INDUCT_ERANGE (an id outside 0 … 255, or 0 … 256 with `bos`; the id and
+ *         its index are named; nothing is written); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (no state).
+ */
+INDUCT_API int induct_text_decode(const int32_t *tokens, size_t n, uint32_t bos, void *out,
+                                  size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Settings of induct_model_generate(). Size-prefixed: set
+ * `size = sizeof(induct_generate_config)` (induct_generate_config_init() does);
+ * fields are only ever appended.
+ * @since 0.1
+ */
+typedef struct induct_generate_config {
+    size_t size;             /**< `sizeof(induct_generate_config)` as the caller compiled it. */
+    uint32_t max_new_tokens; /**< Tokens to generate, ≥ 1. Default 16. */
+    uint32_t reserved0;      /**< 0. */
+    double temperature;      /**< 0: greedy (the arg max of the logits, the lowest id on a
+                                  tie); > 0: sample from softmax(logits / temperature),
+                                  computed in double precision. Finite, 0 … 1e6.
+                                  Default 0. */
+    uint64_t seed;           /**< Seed of the sampling (unused when greedy). Default 0. */
+} induct_generate_config;
+
+/** @brief Write the defaults into a generation config of `size` bytes.
+ *  @param cfg  The struct to fill (not NULL).
+ *  @param size `sizeof(induct_generate_config)` as the caller compiled it.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *          struct or above 4096).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_generate_config_init(induct_generate_config *cfg, size_t size);
+
+/**
+ * @brief Continue a prompt token by token: each new token is chosen from the logits
+ * of the last position of a forward pass (induct_model_forward()) over the tokens
+ * so far, then appended.
+ *
+ * The context of each pass is the last `min(length, n_ctx)` tokens (prompt plus the
+ * tokens generated so far), as nanoGPT's `generate` crops it; with ::INDUCT_POS_STANDARD
+ * or ::INDUCT_POS_SHORTFORMER positions a cropped context starts again at position 0.
+ * A one-token context is run as two tokens (the second a copy of the first): causal
+ * attention makes the logits of position 0 independent of position 1. There is no key–
+ * value cache: each new token costs one forward pass over its context.
+ * Greedy generation (`temperature` 0) is deterministic; sampling is deterministic for a
+ * given seed, model, prompt and thread count: token i is drawn by inverting the CDF of
+ * softmax(logits / temperature) at a uniform number from (seed, i) alone. Head ablations
+ * in force apply, as in every forward pass. To complete a repeated sequence
+ * with an induction head, give the first copy and the start of the second as the prompt.
+ * @param model The model (its workspace is written; the weights are only read).
+ * @param prompt `prompt_len` ids in `[0, d_vocab)`.
+ * @param prompt_len ≥ 1 (any length: only the last n_ctx tokens are used).
+ * @param cfg Settings (copied; NULL is refused).
+ * @param[out] out The `max_new_tokens` generated ids (the prompt is not repeated), or
+ *                 NULL to ask for the length.
+ * @param out_cap Capacity of `out` in ids.
+ * @param[out] out_len `max_new_tokens` (set also on ::INDUCT_EBUFSIZE), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, prompt or cfg, `prompt_len` 0,
+ *         `max_new_tokens` 0, a temperature that is negative, not finite or above
+ *         1e6, non-zero `reserved0`); ::INDUCT_EABI (cfg size); ::INDUCT_ERANGE (a
+ *         prompt id outside `[0, d_vocab)`, its index named; a model with `n_ctx` 1,
+ *         which no forward pass accepts); ::INDUCT_ELIMIT
+ *         (prompt plus new tokens above INT32_MAX); ::INDUCT_ENUMERIC (non-finite
+ *         logits); ::INDUCT_EINTERRUPTED (induct_model_interrupt(), checked between
+ *         tokens; `out` is then untouched); ::INDUCT_ENOMEM; ::INDUCT_EBUFSIZE. On any
+ *         failure `out` is untouched.
+ * @since 0.1 Uses the model's workspace: one thread per model, except
+ *        induct_model_interrupt().
+ */
+INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
+                                     uint32_t prompt_len, const induct_generate_config *cfg,
+                                     int32_t *out, size_t out_cap, size_t *out_len);
+/** @} */
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,6 +81,10 @@ int main(void) {
     F(size); F(format); F(d_vocab); F(n_eval_windows); F(val_fraction); F(block_tokens);
     F(resident_limit); F(seed); F(max_bytes);
 #undef S
+#define S induct_generate_config
+    BEGIN();
+    F(size); F(max_new_tokens); F(reserved0); F(temperature); F(seed);
+#undef S
     printf("}}}\n");
     return 0;
 }
