@@ -15,6 +15,7 @@ from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassificat
                        phase_window)
 from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
                    read_tokens, write_tokens)
+from .tokenizer import ByteTokenizer, SentencePieceTokenizer
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -66,4 +67,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "read_tokens", "writ
            "LimitExceeded", "status_name", "__version__", "library_path", "Shaped",
            "Ablation", "LossVectors", "Attribution", "PCA", "PhaseWindow",
            "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
-           "classify_heads"]
+           "classify_heads", "ByteTokenizer", "SentencePieceTokenizer",
+           "status_message", "build_features", "last_error", "clear_error", "version_number"]

@@ -33,6 +33,7 @@ class Shaped:
 
     @property
     def ndim(self):
+        """Number of dimensions, len(shape)."""
         return len(self.shape)
 
     def __len__(self):
@@ -45,6 +46,7 @@ class Shaped:
         return self.data[i]
 
     def tolist(self):
+        """Nested Python lists of `shape` (as NumPy's tolist())."""
         def nest(flat, shape):
             if len(shape) <= 1:
                 return list(flat)

@@ -32,7 +32,37 @@ def _no_nul(b, what):
 
 
 #: Functions whose char* parameter is a (buffer, length) pair: NUL bytes are data there.
-_SIZED_STRINGS = {"induct_dataset_new_text"}
+_SIZED_STRINGS = {"induct_dataset_new_text", "induct_text_encode"}
+
+
+def _int_range(ctype):
+    """(lowest, highest, C name) of a ctypes integer type (c_uint32 is c_uint, ... so
+    the name is derived from the size and signedness, not from the alias)."""
+    bits = 8 * ctypes.sizeof(ctype)
+    if ctype(-1).value == -1:
+        return -2**(bits - 1), 2**(bits - 1) - 1, f"int{bits}_t"
+    return 0, 2**bits - 1, f"uint{bits}_t"
+
+
+#: C integer type -> (lowest, highest, C name): the values a Python int may take
+#: before ctypes narrows it (ctypes wraps -1 to 4294967295 without a word).
+INT_RANGES = {t: _int_range(t) for t in (c_uint32, c_int32, c_uint64, c_size_t, c_int, c_uint)}
+
+
+def check_int(value, what, ctype=c_uint32, lo=None):
+    """`value` as a Python int that fits C type `ctype` (and is >= `lo` if given), else
+    TypeError (not an integer: floats are not truncated) or induct.OutOfRange, also a
+    ValueError (out of range), naming `what`. bool counts as an integer (0/1)."""
+    if not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}")
+    v = int(value)
+    low, high, cname = INT_RANGES[ctype]
+    if lo is not None:
+        low = max(low, lo)
+    if v < low or v > high:
+        raise _errors.ArgumentOutOfRange(f"{what} must be in [{low}, {high}] ({cname}), got "
+                                         f"{v} (refused, not wrapped)")
+    return v
 
 
 class _Sized(ctypes.Structure):
@@ -60,16 +90,29 @@ class _Sized(ctypes.Structure):
         `enums` maps a field to {name: value} so that strings are accepted."""
         s = cls.defaults()
         enums = enums or {}
-        names = {n for n, _ in cls._fields_} - {"size"}
+        types = {n: t for n, t in cls._fields_ if n != "size"}
         for k, v in kwargs.items():
-            if k not in names:
-                raise TypeError(f"unknown {cls.__name__} field '{k}'; known: {sorted(names)}")
+            if k not in types:
+                raise TypeError(f"unknown {cls.__name__} field '{k}'; known: {sorted(types)}")
             if k in enums and isinstance(v, str):
                 if v not in enums[k]:
-                    raise ValueError(f"{k} must be one of {sorted(enums[k])}")
+                    raise ValueError(f"{k} must be one of {sorted(enums[k])}, got {v!r}")
                 v = enums[k][v]
-            setattr(s, k, v if isinstance(v, float) else int(v))
+            s.set(k, v)
         return s
+
+    def set(self, name, v):
+        """Set field `name`, checking that the value fits the C type (integers are
+        range-checked, never wrapped; floats are not truncated into integer fields)."""
+        t = dict(self._fields_)[name]
+        what = f"{type(self).__name__}.{name}"
+        if t in INT_RANGES:
+            v = check_int(v, what, t)
+        elif t in (c_double, c_float):
+            if not isinstance(v, numbers.Real):
+                raise TypeError(f"{what} must be a number, got {type(v).__name__} {v!r}")
+            v = float(v)
+        setattr(self, name, v)
 
 
 class ModelConfig(_Sized):
@@ -118,7 +161,7 @@ class Progress(ctypes.Structure):
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
 
 
-# ---- analysis suite (issue 4) ----
+# ---- analysis suite ----
 class EvalConfig(_Sized):
     _init_fn = "induct_eval_config_init"
     _fields_ = [
@@ -154,7 +197,7 @@ class ClassifyConfig(_Sized):
     ]
 
 
-# ---- datasets (issue 3) ----
+# ---- datasets ----
 class KVConfig(_Sized):
     _init_fn = "induct_kv_config_init"
     _fields_ = [
@@ -183,13 +226,23 @@ class TokenFileConfig(_Sized):
     ]
 
 
+# ---- text in and out ----
+class GenerateConfig(_Sized):
+    _init_fn = "induct_generate_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("max_new_tokens", c_uint32), ("reserved0", c_uint32),
+        ("temperature", c_double), ("seed", c_uint64),
+    ]
+
+
 #: Every struct mirrored here, for the layout test against the C headers.
 STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_train_config": TrainConfig, "induct_progress": Progress,
            "induct_eval_config": EvalConfig, "induct_probe_config": ProbeConfig,
            "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
            "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
-           "induct_token_file_config": TokenFileConfig}
+           "induct_token_file_config": TokenFileConfig,
+           "induct_generate_config": GenerateConfig}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)
@@ -252,7 +305,7 @@ FUNCTIONS = [
     ("induct_train", [P, P, POINTER(TrainConfig), PROGRESS_FN, c_void_p], c_int),
     ("induct_analysis_previous_token_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
                                               c_size_t_p], c_int),
-    # ---- analysis suite (issue 4) ----
+    # ---- analysis suite ----
     ("induct_eval_config_init", [POINTER(EvalConfig), c_size_t], c_int),
     ("induct_analysis_icl_score", [P, P, POINTER(EvalConfig), c_double_p], c_int),
     ("induct_analysis_loss_by_position", [P, P, POINTER(EvalConfig), c_float_p, c_size_t,
@@ -290,7 +343,7 @@ FUNCTIONS = [
     ("induct_analysis_classify_heads", [c_float_p, c_float_p, c_float_p, c_float_p, c_size_t,
                                         POINTER(ClassifyConfig), c_uint32_p, c_size_t,
                                         c_size_t_p], c_int),
-    # ---- datasets (issue 3) ----
+    # ---- datasets ----
     ("induct_kv_config_init", [POINTER(KVConfig), c_size_t], c_int),
     ("induct_dataset_new_kv", [PP, POINTER(KVConfig)], c_int),
     ("induct_dataset_kv_info", [P, c_uint32, c_uint64, c_uint32, c_uint32, c_int32_p, c_size_t,
@@ -310,6 +363,14 @@ FUNCTIONS = [
     ("induct_token_file_write", [c_char_p, c_uint32, c_int32_p, c_size_t], c_int),
     ("induct_dataset_split_tokens", [P, c_uint32, c_uint64_p], c_int),
     ("induct_dataset_window_count", [P, c_uint32, c_uint32, c_uint64_p], c_int),
+    # ---- text in and out ----
+    ("induct_text_encode", [c_char_p, c_size_t, c_uint32, c_int32_p, c_size_t, c_size_t_p],
+     c_int),
+    ("induct_text_decode", [c_int32_p, c_size_t, c_uint32, c_char_p, c_size_t, c_size_t_p],
+     c_int),
+    ("induct_generate_config_init", [POINTER(GenerateConfig), c_size_t], c_int),
+    ("induct_model_generate", [P, c_int32_p, c_uint32, POINTER(GenerateConfig), c_int32_p,
+                               c_size_t, c_size_t_p], c_int),
 ]
 
 
@@ -361,6 +422,17 @@ def address_of(struct):
     return ctypes.addressof(struct)
 
 
+class Bytes:
+    """An output byte buffer of `n` bytes for a C `void *` / `char *` parameter: pass it
+    in the argument list of call(), read `.value(length)` afterwards."""
+
+    def __init__(self, n):
+        self._c = ctypes.create_string_buffer(max(int(n), 1))
+
+    def value(self, length):
+        return self._c.raw[:length]
+
+
 #: C element type -> (array.array typecode, NumPy dtype) a buffer argument must have.
 _ELEMENT = {c_float: ("f", "float32"), c_double: ("d", "float64"), c_int32: ("i", "int32"),
             c_uint32: ("I", "uint32")}
@@ -372,24 +444,19 @@ def _adapt(argtype, arg, name, index):
         if argtype is c_char_p and name not in _SIZED_STRINGS:
             _no_nul(arg, f"{name} argument {index}")
         return arg
-    if arg is None or isinstance(arg, bool):
+    if arg is None:
         return arg
-    if isinstance(arg, numbers.Integral):  # also NumPy integers, which ctypes refuses
-        v = int(arg)
-        code = getattr(argtype, "_type_", None)
-        if isinstance(code, str) and code in "bBhHiIlLqQ":  # ctypes would wrap silently
-            bits = 8 * ctypes.sizeof(argtype)
-            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if code.islower() \
-                else (0, (1 << bits) - 1)
-            if not lo <= v <= hi:
-                raise _errors.OutOfRange(f"{name} argument {index}: {v} is outside the range "
-                                         f"of its C type [{lo}, {hi}] (refused, not wrapped)",
-                                         function=name)
-        return v
+    if argtype in INT_RANGES and isinstance(arg, numbers.Number):
+        # also NumPy integers, which ctypes refuses; never wrapped or truncated
+        return check_int(arg, f"{name} argument {index}", argtype)
+    if isinstance(arg, numbers.Integral):
+        return int(arg)
     if isinstance(arg, numbers.Real):
         return float(arg)
     if isinstance(arg, Out):
         return ctypes.byref(arg._c)
+    if isinstance(arg, Bytes):
+        return arg._c
     if isinstance(arg, ctypes.Structure):
         return ctypes.byref(arg)
     elem = _ELEMENT.get(getattr(argtype, "_type_", None))
@@ -446,18 +513,25 @@ def new_struct(cls):
     return s
 
 
-def progress_callback(func):
+def progress_callback(func, raised):
     """Wrap func(fields: dict) -> int as an induct_progress_fn. The dict holds the
     induct_progress fields that fit in the library's `size` (strings decoded, NULL ->
-    None). Keep the returned object alive for the whole C call."""
+    None). An exception (KeyboardInterrupt included) never escapes into ctypes, which
+    would print "Exception ignored" and return garbage: it is appended to the list
+    `raised` and the run is stopped (return 1); the caller re-raises it. Keep the
+    returned object alive for the whole C call."""
     def trampoline(p, _user):
-        q = p.contents
-        fields = {}
-        for fname, _ in Progress._fields_:
-            d = getattr(Progress, fname)
-            if d.offset + d.size > q.size:
-                break  # an older library: the field is not there
-            v = getattr(q, fname)
-            fields[fname] = v.decode("utf-8", "replace") if isinstance(v, bytes) else v
-        return func(fields)
+        try:
+            q = p.contents
+            fields = {}
+            for fname, _ in Progress._fields_:
+                d = getattr(Progress, fname)
+                if d.offset + d.size > q.size:
+                    break  # an older library: the field is not there
+                v = getattr(q, fname)
+                fields[fname] = v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+            return 1 if func(fields) else 0
+        except BaseException as e:  # noqa: B036 -- re-raised by the caller
+            raised.append(e)
+            return 1
     return PROGRESS_FN(trampoline)

@@ -29,6 +29,12 @@ class OutOfRange(InductError, IndexError):
     status, name = -4, "INDUCT_ERANGE"
 
 
+class ArgumentOutOfRange(OutOfRange, ValueError):
+    """An integer argument or config field that its C type cannot hold (ctypes would wrap
+    it: -1 would become 4294967295), refused in Python before the call. Both an
+    OutOfRange and a ValueError."""
+
+
 class BufferTooSmall(InductError):
     status, name = -5, "INDUCT_EBUFSIZE"
 
@@ -63,6 +69,20 @@ class NumericError(InductError, FloatingPointError):
 
 class LimitExceeded(InductError, MemoryError):
     status, name = -13, "INDUCT_ELIMIT"
+
+
+def training_interrupted(step, path=None):
+    """The KeyboardInterrupt Optimizer.train() raises when Ctrl-C stopped it between two
+    steps: a plain KeyboardInterrupt (a subclass would make the interpreter exit with
+    status 1 instead of by SIGINT, which shells and `make` read as "interrupted"), with
+    `step` (the step counter the model and optimizer are at) and `path` (the file the
+    resume point was saved to, or None) as attributes."""
+    where = f"; resume point saved to {path}" if path else \
+        "; the model and optimizer hold the resume point (no resume_path given)"
+    e = KeyboardInterrupt(f"training interrupted at step {step}{where}")
+    e.step = step
+    e.path = path
+    return e
 
 
 BY_STATUS = {cls.status: cls for cls in (

@@ -179,6 +179,7 @@ class Ablation:
 
     @property
     def active(self):
+        """True until restore() (or the end of the `with` block)."""
         return self._active
 
     def __enter__(self):
@@ -186,6 +187,10 @@ class Ablation:
 
     def __exit__(self, *exc):
         self.restore()
+
+    def __repr__(self):
+        return (f"<induct.Ablation {self.mode} heads={self.heads} "
+                f"{'active' if self._active else 'restored'}>")
 
 
 class ModelAnalysis:

@@ -4,12 +4,14 @@ No ctypes here: every C call goes through _capi.call()/value() with buffers from
 _arrays and Out() scalars."""
 import json
 import os
+import signal
+import threading
 
 from . import _arrays
-from ._capi import KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, TextConfig, \
-    TokenFileConfig, \
-    TrainConfig, address_of, call, new_struct, progress_callback, value
-from ._errors import BufferTooSmall
+from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, \
+    TextConfig, TokenFileConfig, TrainConfig, address_of, c_size_t, c_uint64, call, \
+    check_int, new_struct, progress_callback, value
+from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
 from .analysis import ModelAnalysis, _probe_config
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
@@ -35,6 +37,14 @@ OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad
              "momentum": 11, "step": 12}
 
 
+def choice(table, key, what):
+    """table[key] for a name the user gave, else ValueError listing the choices."""
+    try:
+        return table[key]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown {what} {key!r}; known: {sorted(table)}") from None
+
+
 class _Handle:
     """Owns one C handle; close() is idempotent; context manager; __del__ fallback."""
 
@@ -52,12 +62,24 @@ class _Handle:
 
     @property
     def closed(self):
+        """True after close(): the C handle is released and every call raises ValueError."""
         return not self._ptr
 
     def close(self):
+        """Release the C handle now (idempotent; also done by `with` and on garbage
+        collection). Objects that depend on it (an optimizer's model) stay alive."""
         ptr, self._ptr = self._ptr, None
         if ptr:
             value(self._free, ptr)
+
+    def _repr_fields(self):
+        return ""
+
+    def __repr__(self):
+        name = f"induct.{type(self).__name__}"
+        if self.closed:
+            return f"<{name} (closed)>"
+        return f"<{name} {self._repr_fields()}>"
 
     def __enter__(self):
         return self
@@ -96,13 +118,23 @@ class Model(_Handle, ModelAnalysis):
         _Handle.__init__(self, ptr)
         return self
 
+    def _repr_fields(self):
+        c = self.config
+        pos = {v: k for k, v in POS.items()}.get(c["positional"], c["positional"])
+        return (f"n_layers={c['n_layers']} d_model={c['d_model']} n_heads={c['n_heads']} "
+                f"d_head={c['d_head']} d_mlp={c['d_mlp']} n_ctx={c['n_ctx']} "
+                f"d_vocab={c['d_vocab']} positional={pos!r} layer_norm={bool(c['layer_norm'])}"
+                f" smeared_keys={bool(c['smeared_keys'])} n_params={self.n_params}")
+
     @property
     def config(self):
+        """The architecture as a dict of induct_model_config fields (d_head resolved)."""
         cfg = new_struct(ModelConfig)
         call("induct_model_get_config", self, cfg)
         return cfg.as_dict()
 
     def clone(self):
+        """An independent copy: same config and weights, its own gradients and workspace."""
         out = Out("handle")
         call("induct_model_clone", out, self)
         return Model._wrap(out.value)
@@ -127,10 +159,12 @@ class Model(_Handle, ModelAnalysis):
         return cls._wrap(out.value)
 
     def set_threads(self, n):
-        call("induct_model_set_threads", self, n)
+        """Use `n` OpenMP threads for this model's work (results depend on the count)."""
+        call("induct_model_set_threads", self, check_int(n, "n_threads"))
 
     @property
     def n_params(self):
+        """Number of trainable floats (every tensor of tensor_names())."""
         return value("induct_model_n_params", self)
 
     @property
@@ -147,6 +181,8 @@ class Model(_Handle, ModelAnalysis):
         return [self.tensor_info(i)[0] for i in range(value("induct_model_n_tensors", self))]
 
     def tensor_info(self, index):
+        """(TL name, shape) of tensor number `index` in storage order."""
+        index = check_int(index, "index", c_size_t)
         name, ndim, numel = Out("char_p"), Out("uint32"), Out("size")
         shape = _arrays.buffer(4, "I")
         call("induct_model_tensor_info", self, index, name, shape, ndim, numel)
@@ -221,7 +257,30 @@ class Model(_Handle, ModelAnalysis):
         """Stop a long call on this model from any thread."""
         value("induct_model_interrupt", self)
 
+    def generate(self, tokens, max_new_tokens=16, temperature=0.0, seed=0):
+        """Continue one sequence of token ids (a 1-D sequence or [1, T]) by
+        `max_new_tokens` tokens (induct_model_generate): each new token is the arg max of
+        the last position's logits (temperature 0, the lowest id on a tie) or a draw from
+        softmax(logits / temperature), reproducible for a given `seed`. Each pass sees
+        the last n_ctx tokens. Returns the int32 ids [T + max_new_tokens]: the prompt
+        followed by the new tokens (as TransformerLens's generate). Decode them with a
+        tokenizer's to_string() (induct.ByteTokenizer, induct.SentencePieceTokenizer)."""
+        toks, B, T = _arrays.tokens_in(tokens)
+        if B != 1:
+            raise ValueError(f"generate() continues one sequence, got {B}")
+        n = check_int(max_new_tokens, "max_new_tokens", lo=1)
+        cfg = GenerateConfig.from_kwargs({"max_new_tokens": n, "temperature": temperature,
+                                          "seed": seed})
+        new = _arrays.buffer(n, "i")
+        call("induct_model_generate", self, toks, check_int(T, "prompt length", lo=1), cfg,
+             new, n, Out("size"))
+        full = _arrays.buffer(T + n, "i")
+        full[:T] = toks
+        full[T:] = new
+        return _arrays.shaped(full, (T + n,))
+
     def _head_scores(self, fn, dataset, n_seq, seq_len):
+        n_seq, seq_len = check_int(n_seq, "n_seq"), check_int(seq_len, "seq_len")
         c = self.config
         n = c["n_layers"] * c["n_heads"]
         buf = _arrays.buffer(n)
@@ -243,21 +302,29 @@ class Dataset(_Handle):
 
     _free = "induct_dataset_free"
 
+    def __init__(self, ptr, kind="dataset"):
+        super().__init__(ptr)
+        self._kind = kind
+
+    def _repr_fields(self):
+        return f"{self._kind} d_vocab={self.d_vocab}"
+
     @classmethod
     def rrt(cls, **config):
         """Repeated random tokens; keywords are induct_rrt_config fields."""
         cfg = RRTConfig.from_kwargs(config)
         out = Out("handle")
         call("induct_dataset_new_rrt", out, cfg)
-        return cls(out.value)
+        return cls(out.value, "rrt")
 
     @classmethod
     def tokens(cls, tokens, d_vocab, seed=0):
         """Random windows over a token array (copied)."""
         toks, B, T = _arrays.tokens_in(tokens)
         out = Out("handle")
-        call("induct_dataset_new_tokens", out, toks, B * T, d_vocab, seed)
-        return cls(out.value)
+        call("induct_dataset_new_tokens", out, toks, B * T, check_int(d_vocab, "d_vocab"),
+             check_int(seed, "seed", c_uint64))
+        return cls(out.value, f"tokens n={B * T}")
 
     @classmethod
     def kv(cls, **config):
@@ -269,7 +336,7 @@ class Dataset(_Handle):
         cfg = KVConfig.from_kwargs(config)
         out = Out("handle")
         call("induct_dataset_new_kv", out, cfg)
-        return cls(out.value)
+        return cls(out.value, "kv")
 
     @classmethod
     def text(cls, data, **config):
@@ -283,7 +350,7 @@ class Dataset(_Handle):
         cfg = TextConfig.from_kwargs(config, {"split": TEXT_SPLIT})
         out = Out("handle")
         call("induct_dataset_new_text", out, data, len(data), cfg)
-        return cls(out.value)
+        return cls(out.value, f"text bytes={len(data)} bos={cfg.bos}")
 
     @classmethod
     def text_path(cls, path, suffix=None, **config):
@@ -293,7 +360,7 @@ class Dataset(_Handle):
         out = Out("handle")
         call("induct_dataset_new_text_path", out, os.fsencode(path),
              None if suffix is None else suffix.encode("utf-8"), cfg)
-        return cls(out.value)
+        return cls(out.value, f"text path={os.fspath(path)!r} bos={cfg.bos}")
 
     @classmethod
     def token_file(cls, path, val_path=None, **config):
@@ -305,10 +372,11 @@ class Dataset(_Handle):
         out = Out("handle")
         call("induct_dataset_new_token_file", out, os.fsencode(path),
              None if val_path is None else os.fsencode(val_path), cfg)
-        return cls(out.value)
+        return cls(out.value, f"token_file path={os.fspath(path)!r}")
 
     @property
     def d_vocab(self):
+        """Vocabulary size of the tokens this dataset produces."""
         return value("induct_dataset_d_vocab", self)
 
     @property
@@ -335,36 +403,41 @@ class Dataset(_Handle):
         """Targets of batch `index` of a KV dataset, int32 [batch, 4]: answer position,
         answer token, key position, value position (KV_INFO_COLUMNS), for exactly the
         rows batch() returns with the same arguments."""
+        index, batch = check_int(index, "index", c_uint64), check_int(batch, "batch")
+        seq_len = check_int(seq_len, "seq_len")
         buf = _arrays.buffer(batch * 4, "i")
-        call("induct_dataset_kv_info", self, SPLIT[split], index, batch, seq_len, buf,
-             batch * 4, Out("size"))
+        call("induct_dataset_kv_info", self, choice(SPLIT, split, "split"), index, batch,
+             seq_len, buf, batch * 4, Out("size"))
         return _arrays.shaped(buf, (batch, 4))
 
     def kv_ceiling(self, seq_len):
         """Bayes-optimal answer accuracy of a KV dataset (the task's ceiling), exact."""
         v = Out("double")
-        call("induct_dataset_kv_ceiling", self, seq_len, v)
+        call("induct_dataset_kv_ceiling", self, check_int(seq_len, "seq_len"), v)
         return v.value
 
     def split_tokens(self, split="train"):
         """Tokens in a split's stream (text, token-file and token-array datasets)."""
         v = Out("uint64")
-        call("induct_dataset_split_tokens", self, SPLIT[split], v)
+        call("induct_dataset_split_tokens", self, choice(SPLIT, split, "split"), v)
         return v.value
 
     def window_count(self, seq_len, split="train"):
         """Distinct windows of seq_len tokens of a split: valid random starts (train) or
         the size of the fixed evaluation set (eval)."""
         v = Out("uint64")
-        call("induct_dataset_window_count", self, SPLIT[split], seq_len, v)
+        call("induct_dataset_window_count", self, choice(SPLIT, split, "split"),
+             check_int(seq_len, "seq_len"), v)
         return v.value
 
     def batch(self, index, batch, seq_len, split="train"):
         """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""
+        index, batch = check_int(index, "index", c_uint64), check_int(batch, "batch")
+        seq_len = check_int(seq_len, "seq_len")
         tok = _arrays.buffer(batch * seq_len, "i")
         meta = _arrays.buffer(batch, "i")
-        call("induct_dataset_batch", self, SPLIT[split], index, batch, seq_len, tok,
-             batch * seq_len, meta, batch)
+        call("induct_dataset_batch", self, choice(SPLIT, split, "split"), index, batch, seq_len,
+             tok, batch * seq_len, meta, batch)
         return _arrays.shaped(tok, (batch, seq_len)), meta
 
 
@@ -376,30 +449,40 @@ class Optimizer(_Handle):
     _free = "induct_optimizer_free"
 
     def __init__(self, model, kind="adamw", **params):
+        code = choice(OPTIM, kind, "optimizer kind")
+        for k in params:
+            if k not in OPT_PARAM:
+                raise TypeError(f"unknown optimizer parameter {k!r}; known: {sorted(OPT_PARAM)}")
         out = Out("handle")
-        call("induct_optimizer_new", out, model, OPTIM[kind])
+        call("induct_optimizer_new", out, model, code)
         super().__init__(out.value, parents=(model,))
         self.model = model
+        self.kind = kind
         for k, v in params.items():
             self[k] = v
+
+    def _repr_fields(self):
+        kind = f"{self.kind} " if getattr(self, "kind", None) else ""
+        return (f"{kind}step={int(self['step'])} lr={self['lr']:g} "
+                f"model n_params={self.model.n_params}")
 
     @staticmethod
     def bounds(name):
         """(lowest, highest) accepted value of a runtime parameter (both inclusive)."""
         if name not in OPT_PARAM:
-            raise KeyError(f"unknown optimizer parameter '{name}'")
+            raise KeyError(f"unknown optimizer parameter {name!r}; known: {sorted(OPT_PARAM)}")
         lo, hi = Out("double"), Out("double")
         call("induct_opt_param_bounds", OPT_PARAM[name], lo, hi)
         return lo.value, hi.value
 
     def __setitem__(self, name, value):
         if name not in OPT_PARAM:
-            raise KeyError(f"unknown optimizer parameter '{name}'")
+            raise KeyError(f"unknown optimizer parameter {name!r}; known: {sorted(OPT_PARAM)}")
         call("induct_optimizer_set", self, OPT_PARAM[name], float(value))
 
     def __getitem__(self, name):
         if name not in OPT_PARAM:
-            raise KeyError(f"unknown optimizer parameter '{name}'")
+            raise KeyError(f"unknown optimizer parameter {name!r}; known: {sorted(OPT_PARAM)}")
         v = Out("double")
         call("induct_optimizer_get", self, OPT_PARAM[name], v)
         return v.value
@@ -416,12 +499,14 @@ class Optimizer(_Handle):
         self = cls.__new__(cls)
         _Handle.__init__(self, out.value, parents=(model,))
         self.model = model
+        self.kind = None  # not recorded in the file's metadata we read
         return self
 
     def train(self, dataset, steps, batch=32, seq_len=0, eval_every=0, eval_log2=False,
               eval_batch=64, metrics=("loss",), metrics_path=None, metrics_append=False,
               snapshot_every=0, snapshot_log2=False, snapshot_optimizer=True,
-              snapshot_path=None, target_loss=0.0, progress=None, probe=None):
+              snapshot_path=None, target_loss=0.0, progress=None, probe=None,
+              resume_path=None):
         """Train until the step counter reaches `steps` (induct_train).
 
         `probe`: keywords of the head probe of the "prefix_matching" and "copying"
@@ -432,58 +517,77 @@ class Optimizer(_Handle):
         if given, is called on this thread as progress(info: dict) after every step,
         evaluation and snapshot; returning True stops the run (InductError Interrupted is
         raised). An exception raised inside it also stops the run and is re-raised here.
-        Returns the path of the metrics log (or None)."""
-        cfg = TrainConfig.defaults()
-        cfg.steps, cfg.batch, cfg.seq_len = steps, batch, seq_len
-        cfg.eval_every, cfg.eval_log2, cfg.eval_batch = eval_every, int(eval_log2), eval_batch
+
+        Ctrl-C (SIGINT) stops the run between two steps and raises KeyboardInterrupt
+        after keeping a resume point:
+        the model and this optimizer hold exactly the state after the last completed
+        step (calling train() again with the same `steps` continues bit-identically),
+        and that state (weights and optimizer, Optimizer.save()) is written to
+        `resume_path`, or else to `snapshot_path`, `{step}` replaced by the step
+        counter; the exception's `path` and `step` attributes say where and when (path
+        None when neither is given). The signal is
+        acted on when the library next reports progress (after the current step or
+        evaluation). Returns the path of the metrics log (or None)."""
+        cfg = TrainConfig.from_kwargs(dict(
+            steps=steps, batch=batch, seq_len=seq_len, eval_every=eval_every,
+            eval_log2=int(bool(eval_log2)), eval_batch=eval_batch,
+            metrics_append=int(bool(metrics_append)), snapshot_every=snapshot_every,
+            snapshot_log2=int(bool(snapshot_log2)),
+            snapshot_optimizer=int(bool(snapshot_optimizer)), target_loss=target_loss))
         bits = 0
         for name in metrics:
-            if name not in METRIC:
-                raise ValueError(f"unknown metric '{name}'; known: {sorted(METRIC)}")
-            bits |= METRIC[name]
+            bits |= choice(METRIC, name, "metric")
         cfg.metrics = bits
-        cfg.metrics_append = int(metrics_append)
         keep = []
         if metrics_path is not None:
             keep.append(os.fsencode(metrics_path))
             cfg.metrics_path = keep[-1]
-        cfg.snapshot_every, cfg.snapshot_log2 = snapshot_every, int(snapshot_log2)
-        cfg.snapshot_optimizer = int(snapshot_optimizer)
         if snapshot_path is not None:
             keep.append(os.fsencode(snapshot_path))
             cfg.snapshot_path = keep[-1]
-        cfg.target_loss = target_loss
         if probe is not None:
             keep.append(_probe_config(probe))
             cfg.probe = address_of(keep[-1])
-        raised = []
+        raised, sigint = [], []
 
         def on_progress(fields):
+            if sigint:
+                return 1
             if progress is None:
                 return 0
-            try:
-                info = dict(fields)
-                info["events"] = [k for k, v in EVENT.items() if fields["events"] & v]
-                info.pop("size", None)
-                info.pop("reserved0", None)
-                return 1 if progress(info) else 0
-            except BaseException as e:  # stop the C loop; re-raised after it returns
-                raised.append(e)
-                return 1
+            info = dict(fields)
+            info["events"] = [k for k, v in EVENT.items() if fields["events"] & v]
+            info.pop("size", None)
+            info.pop("reserved0", None)
+            return 1 if progress(info) else 0
 
-        cb = progress_callback(on_progress)  # kept alive for the whole call
+        cb = progress_callback(on_progress, raised)  # kept alive for the whole call
         try:
-            call("induct_train", self, dataset, cfg, cb, None)
-        except Exception:
-            if raised:
-                raise raised[0] from None
-            raise
+            with _SigintStops(self.model, sigint):
+                call("induct_train", self, dataset, cfg, cb, None)
+        except InductError as e:
+            stopped = isinstance(e, Interrupted) and (sigint or _interrupts(raised))
+            if not stopped:
+                if raised:
+                    raise raised[0] from None
+                raise
+        if sigint or _interrupts(raised):
+            step = int(self["step"])
+            path = resume_path if resume_path is not None else snapshot_path
+            if path is not None:
+                path = os.fsdecode(path).replace("{step}", str(step))
+                try:
+                    self.save(path)
+                except InductError as e:  # the state is still in memory
+                    raise training_interrupted(step, None) from e
+            raise training_interrupted(step, path)
         if raised:
             raise raised[0]
         return metrics_path
 
     @property
     def current_lr(self):
+        """The learning rate the next step will use (warm-up and schedule applied)."""
         v = Out("double")
         call("induct_optimizer_current_lr", self, v)
         return v.value
@@ -508,17 +612,44 @@ class Optimizer(_Handle):
         return loss.value
 
 
+def _interrupts(raised):
+    return any(isinstance(e, KeyboardInterrupt) for e in raised)
+
+
+class _SigintStops:
+    """While active (on the main thread, when SIGINT has Python's default handler),
+    Ctrl-C records itself in `flag` and interrupts `model` instead of raising
+    KeyboardInterrupt inside a C callback (which ctypes can only print and drop)."""
+
+    def __init__(self, model, flag):
+        self.model, self.flag, self.old = model, flag, None
+
+    def _handler(self, signum, frame):
+        self.flag.append(signum)
+        self.model.interrupt()
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGINT, self.old)
+
+
 def read_tokens(path, format="u16", d_vocab=0):
     """A whole token file as int32 ids [n] (validated; d_vocab 0 = no bound)."""
-    if format not in TOKFILE:
-        raise ValueError(f"format must be one of {sorted(TOKFILE)}, got {format!r}")
+    fmt = choice(TOKFILE, format, "format")
+    d_vocab = check_int(d_vocab, "d_vocab")
     n = Out("size")
     try:  # NULL buffer: the library reports the count
-        call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, None, 0, n)
+        call("induct_token_file_read", os.fsencode(path), fmt, d_vocab, None, 0, n)
     except BufferTooSmall:
         pass
     buf = _arrays.buffer(n.value, "i")
-    call("induct_token_file_read", os.fsencode(path), TOKFILE[format], d_vocab, buf, n.value,
+    call("induct_token_file_read", os.fsencode(path), fmt, d_vocab, buf, n.value,
          Out("size"))
     return _arrays.shaped(buf, (n.value,))
 
