@@ -2,6 +2,7 @@
 """Figures of a phase-change run (examples/phase_change.c, docs/phase-change.md).
 
 Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
+                                                      [--tokenizer SPM_MODEL]
 
 Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/<model>/final.safetensors
 and writes four PNG files into RUN_DIR:
@@ -10,7 +11,11 @@ and writes four PNG files into RUN_DIR:
                     0.15-nats line;
   attention.png     attention pattern of the strongest induction head of any model (the
                     2-layer model's best last-layer head when no model has one) on a
-                    repeated passage (40 tokens of held-out text, twice);
+                    repeated passage (40 tokens of held-out text, twice), its axes
+                    labelled with the decoded tokens: bytes, or word pieces through the
+                    sentencepiece model (--tokenizer, else the .model file next to the
+                    token file, as scripts/phase-change.sh --bpe leaves it; the last id
+                    of the vocabulary is the newline);
   ablation.png      ICL-score change per ablated head (zero and pattern-preserving);
   pca.png           per-token-loss PCA trajectories of every model.
 The `induct` package is taken from BUILD_DIR/bindings/python (default: the `build`
@@ -39,21 +44,24 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def byte_label(t):
-    if t >= 256:
-        return "<bos>"
-    c = chr(t)
-    if c == "\n":
-        return "\\n"
-    if c == " ":
-        return "␣"
-    return c if c.isprintable() else f"x{t:02x}"
+def tokenizer_for(induct, data, spm_model=None):
+    """The tokenizer of the run's data: bytes, or the sentencepiece model of a token
+    file (given, or <token file without extension>.model), else None (ids)."""
+    if data["kind"].startswith("text"):
+        return induct.ByteTokenizer(bos=bool(data.get("bos")))
+    if spm_model is None:
+        spm_model = os.path.splitext(str(data.get("path", "")))[0] + ".model"
+    if not os.path.isfile(spm_model):
+        return None
+    return induct.SentencePieceTokenizer(spm_model, newline_id=data["d_vocab"] - 1)
 
 
 def main():
     ap = argparse.ArgumentParser(description="Figures of a phase-change run")
     ap.add_argument("run_dir")
     ap.add_argument("--build", default=None, help="meson build directory (bindings/python)")
+    ap.add_argument("--tokenizer", default=None, metavar="SPM_MODEL",
+                    help="sentencepiece model of a word-piece token file (attention labels)")
     args = ap.parse_args()
     induct = _find_induct(args.build)
     import numpy as np
@@ -119,6 +127,7 @@ def main():
     ax_pm.set_ylabel("max prefix matching,\nany head")
     ax_loss.set_ylabel("eval loss (nats)")
     ax_loss.set_xlabel("training tokens (shaded: detected phase-change windows)")
+    induct.plot.count_axis(ax_loss.xaxis)
     for ax in (ax_icl, ax_pm, ax_loss):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small", loc="best")
@@ -148,12 +157,12 @@ def main():
     model = induct.Model.load(os.path.join(run, main_name, "final.safetensors"))
     toks = summary["attention_probe_tokens"]
     pattern = model.attention(toks)
-    byte_level = summary["config"]["data"]["kind"].startswith("text")
+    tokenizer = tokenizer_for(induct, summary["config"]["data"], args.tokenizer)
     induct.plot.attention(pattern, os.path.join(run, "attention.png"), tokens=toks,
-                          labels=byte_label if byte_level else None, layer=layer, head=head,
-                          title=f"{main_name} head {layer}.{head}, {what}\n"
-                                f"prefix matching {pm_final[layer, head]:.2f}; "
-                                f"40 tokens repeated")
+                          labels=tokenizer, layer=layer, head=head,
+                          title=f"{main_name} head {layer}.{head} ({what.replace(chr(10), ' ')}; "
+                                f"prefix matching {pm_final[layer, head]:.2f}) on 40 tokens "
+                                f"of held-out text, twice")
     written.append(os.path.join(run, "attention.png"))
 
     # ---- ablation.png: Δicl per head, zero and pattern-preserving, every model ----
@@ -181,7 +190,9 @@ def main():
         ax.set_ylabel("Δ ICL score (nats)")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize="small")
-    axes[-1].set_xlabel("head (layer.head; positive = the head helps in-context learning)")
+    axes[-1].set_xlabel("head (layer.head; * = induction head)")
+    fig.suptitle("ICL-score change when each head is ablated (positive: the head helps "
+                 "in-context learning)")
     fig.tight_layout()
     save(fig, "ablation.png")
 

@@ -201,3 +201,79 @@ def test_plot_is_lazy_and_leaves_pyplot_alone(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
     png_info(tmp_path / "l.png")
+
+
+# ---- readability: canvas use, tick labels, titles (figures captured before saving) ----
+def _figures(monkeypatch):
+    figs = []
+    real = induct.plot._save
+
+    def keep(fig, path, dpi):
+        figs.append(fig)
+        return real(fig, path, dpi)
+    monkeypatch.setattr(induct.plot, "_save", keep)
+    return figs
+
+
+def _labels(axis):
+    return [t for t in axis.get_ticklabels() if t.get_visible() and t.get_text()]
+
+
+def _overlapping(labels, renderer):
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: (b.x0, b.y0))
+    return any(a.overlaps(b) for a, b in zip(boxes, boxes[1:]))
+
+
+def test_attention_figures_use_the_canvas_and_readable_labels(tmp_path, monkeypatch):
+    figs = _figures(monkeypatch)
+    m = induct.Model(n_layers=2, d_model=16, n_heads=4, n_ctx=64, d_vocab=40, seed=3)
+    toks = [(7 * i) % 40 for i in range(64)]
+    att = m.attention(toks)
+    induct.plot.attention(att, tmp_path / "grid.png", tokens=toks)
+    induct.plot.attention(att, tmp_path / "one.png", tokens=toks, layer=1, head=2,
+                          labels=induct.ByteTokenizer())
+    for fig, single in zip(figs, (False, True)):
+        renderer = fig.canvas.get_renderer()
+        fig.draw(renderer)
+        maps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+        assert len(maps) == (1 if single else 8)
+        # heatmaps cover at least half of the canvas (the old grid: under a third)
+        area = sum(ax.get_position().width * ax.get_position().height for ax in maps)
+        assert area > 0.5, area
+        for ax in maps:
+            for axis in (ax.xaxis, ax.yaxis):
+                shown = _labels(axis)
+                for t in shown:
+                    assert t.get_fontsize() >= induct.plot.TICK_PT
+                assert not _overlapping(shown, renderer)
+        if single:  # one head at 64 tokens: every token labelled, whitespace visible
+            assert len(_labels(maps[0].xaxis)) == 64
+        title = fig._suptitle.get_text()
+        assert "row = query, column = key" in title and "64 tokens" in title
+
+
+def test_log_token_axis_has_several_labelled_ticks(tmp_path, monkeypatch):
+    figs = _figures(monkeypatch)
+    # 30k to 900k tokens: more than a decade, so matplotlib labels no minor tick and
+    # only 100k is a major one
+    recs = [{"step": s, "tokens": s * 4096, "eval_loss": 4.0 - s / 300, "icl_score": -s / 300}
+            for s in range(8, 230, 8)]
+    induct.plot.phase_change(recs, tmp_path / "p.png", x="tokens", xscale="log",
+                             window=False)
+    fig = figs[0]
+    fig.draw(fig.canvas.get_renderer())
+    ax = fig.axes[-1]
+    lo, hi = ax.get_xlim()
+    shown = [t for t in _labels(ax.xaxis) if lo <= t.get_position()[0] <= hi]
+    assert len(shown) >= 4, [t.get_text() for t in shown]
+    assert {"50k", "100k", "200k", "500k"} <= {t.get_text() for t in shown}
+    assert "against training tokens" in fig.axes[0].get_title()
+
+
+def test_attribution_says_positive_means_the_head_helps(tmp_path, monkeypatch):
+    figs = _figures(monkeypatch)
+    induct.plot.attribution(induct.Attribution(np.array([[0.2, -0.1]], np.float32), -0.5),
+                            tmp_path / "a.png")
+    texts = [t.get_text() for t in figs[0].findobj(match=lambda a: hasattr(a, "get_text"))]
+    assert any("> 0: the head helps in-context learning" in t for t in texts), texts
+    assert any("with the head ablated minus without" in t for t in texts)
