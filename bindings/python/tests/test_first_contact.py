@@ -43,10 +43,11 @@ def test_every_public_method_has_a_docstring():
                     continue  # a constant
                 if not (inspect.getdoc(fn) or "").strip():
                     missing.append(f"{cls.__name__}.{name}")
-    for name in induct.__all__:  # module-level functions too
-        obj = getattr(induct, name)
-        if inspect.isfunction(obj) and not (inspect.getdoc(obj) or "").strip():
-            missing.append(name)
+    for mod in (induct, induct.plot):  # module-level functions too
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and not (inspect.getdoc(obj) or "").strip():
+                missing.append(f"{mod.__name__}.{name}")
     assert not missing, "no docstring: " + ", ".join(sorted(set(missing)))
 
 
