@@ -7,9 +7,9 @@ in induct.plot, imported only when used. Guide: docs/python.md.
 """
 from ._capi import lib as _lib
 from ._arrays import Shaped
-from ._errors import (ABIMismatch, BufferTooSmall, FormatError, InductError, Interrupted,
-                      InvalidArgument, IOFailure, LimitExceeded, NotSupported, NumericError,
-                      OutOfMemory, OutOfRange, StateError)
+from ._errors import (ABIMismatch, ArgumentOutOfRange, BufferTooSmall, FormatError,
+                      InductError, Interrupted, InvalidArgument, IOFailure, LimitExceeded,
+                      NotSupported, NumericError, OutOfMemory, OutOfRange, StateError)
 from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassification,
                        LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
                        phase_window)
@@ -67,5 +67,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "read_tokens", "writ
            "LimitExceeded", "status_name", "__version__", "library_path", "Shaped",
            "Ablation", "LossVectors", "Attribution", "PCA", "PhaseWindow",
            "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
-           "classify_heads", "ByteTokenizer", "SentencePieceTokenizer",
+           "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
            "status_message", "build_features", "last_error", "clear_error", "version_number"]

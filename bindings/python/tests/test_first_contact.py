@@ -111,8 +111,11 @@ def test_integer_arguments_are_range_checked():
     with pytest.raises(ValueError, match="n_seq must be in"):
         m.previous_token_score(ds, n_seq=-1)
     # the generic check of every C call: a signed value into uint32_t
-    with pytest.raises(ValueError, match=r"induct_model_ablate_head: argument 2 must be in "):
+    with pytest.raises(ValueError, match=r"induct_model_ablate_head argument 1 must be in "):
         m.ablate_head(-1, 0)
+    # one exception for both readings: a bad value, and the library's range error
+    with pytest.raises(induct.OutOfRange, match="refused, not wrapped"):
+        _model(n_heads=-2)
 
 
 def test_unknown_names_list_the_choices():
