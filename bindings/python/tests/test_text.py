@@ -43,6 +43,9 @@ def test_byte_tokenizer_round_trip_and_bos():
     with pytest.raises(IndexError, match="300"):
         bt.to_string([300])
     assert b0.to_bytes([0xff, 0x00, 0x41]) == b"\xff\x00A"
+    # NUL is a byte like any other (a sized buffer, not a C string)
+    assert b0.to_tokens(b"a\x00b").tolist() == [[97, 0, 98]]
+    assert b0.to_string([97, 0, 98]) == "a\x00b"
 
 
 def test_byte_tokenizer_matches_the_text_dataset():
