@@ -9,7 +9,7 @@ import threading
 
 from . import _arrays
 from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, \
-    TextConfig, TokenFileConfig, TrainConfig, address_of, c_size_t, c_uint64, call, \
+    TextConfig, TokenFileConfig, TrainConfig, address_of, c_int32, c_size_t, c_uint64, call, \
     check_int, new_struct, progress_callback, value
 from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
 from .analysis import ModelAnalysis, _probe_config
@@ -269,6 +269,7 @@ class Model(_Handle, ModelAnalysis):
         if B != 1:
             raise ValueError(f"generate() continues one sequence, got {B}")
         n = check_int(max_new_tokens, "max_new_tokens", lo=1)
+        check_int(T + n, "prompt length + max_new_tokens", c_int32, lo=1)  # before allocating
         cfg = GenerateConfig.from_kwargs({"max_new_tokens": n, "temperature": temperature,
                                           "seed": seed})
         new = _arrays.buffer(n, "i")

@@ -184,6 +184,8 @@ def test_generate_bad_input():
         m.generate([1, V], 3)
     with pytest.raises(ValueError, match="one sequence"):
         m.generate([[1, 2], [3, 4]], 3)
+    with pytest.raises(ValueError, match=r"prompt length \+ max_new_tokens must be in"):
+        m.generate([1, 2], 2**31 - 2)  # refused before 8 GiB of buffers are allocated
     with pytest.raises(ValueError, match="seed must be in"):
         m.generate([1, 2], 3, temperature=1.0, seed=-1)
 
