@@ -226,7 +226,7 @@ def _attention_figure(pattern, tokens=None, labels=None, layer=None, head=None, 
     else:
         cell = 3.0 if H <= 4 else 2.4
     # room for the titles, tick labels and colour bar around square heatmaps
-    size = (cell + 1.6, cell + 1.1) if single else (cell * H + 1.4, (cell + 0.3) * L + 0.9)
+    size = (cell + 1.6, cell + 1.1) if single else (cell * H + 1.4, (cell + 0.1) * L + 0.9)
     fig = Figure(figsize=size, layout="constrained")
     axes = fig.subplots(L, H, squeeze=False, sharex=True, sharey=True)
     idx = _thin(T, cell * 0.85)
