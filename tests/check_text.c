@@ -239,7 +239,20 @@ START_TEST(test_generate_bad_input) {
     ck_assert_status(induct_model_generate(m, prompt, 3, &g, out, 16, &len), INDUCT_EABI);
     ck_assert_status(induct_generate_config_init(&g, 8), INDUCT_EABI);
     ck_assert_status(induct_generate_config_init(NULL, sizeof g), INDUCT_EINVAL);
+    /* logits that overflow float (W_U of 3e38): ENUMERIC, out untouched */
+    ck_ok(induct_generate_config_init(&g, sizeof g));
+    float WU[8 * 11]; /* d_model 8, d_vocab 11 */
+    for (int i = 0; i < 8 * 11; i++) WU[i] = 3e38f;
+    ck_ok(induct_model_set_tensor(m, "unembed.W_U", WU, 8 * 11));
+    ck_assert_status(induct_model_generate(m, prompt, 3, &g, out, 16, &len), INDUCT_ENUMERIC);
     for (int i = 0; i < 16; i++) ck_assert_int_eq(out[i], -7); /* untouched on failure */
+    induct_model_free(m);
+    /* n_ctx 1: no forward pass accepts a sequence, so nothing can be generated */
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.n_ctx = 1;
+    ck_ok(induct_model_new(&m, &c));
+    ck_assert_status(induct_model_generate(m, prompt, 1, &g, out, 16, &len), INDUCT_ERANGE);
     induct_model_free(m);
 }
 END_TEST
