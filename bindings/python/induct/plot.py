@@ -343,8 +343,9 @@ def pca_trajectories(trajectories, path, pca=None, steps=None, components=(0, 1)
         ax.plot(s[-1, c0], s[-1, c1], marker="s", ms=7, color=color)
         if steps is not None and name in steps:
             st = list(steps[name])
-            ax.annotate(str(st[0]), (s[0, c0], s[0, c1]), fontsize=TICK_PT)
-            ax.annotate(str(st[-1]), (s[-1, c0], s[-1, c1]), fontsize=TICK_PT)
+            for j, label in ((0, f"step {st[0]}"), (-1, f"step {st[-1]}")):
+                ax.annotate(label, (s[j, c0], s[j, c1]), xytext=(6, 6),
+                            textcoords="offset points", fontsize=TICK_PT, color=color)
     for axis, c in (("x", c0), ("y", c1)):
         label = f"PC{c + 1}"
         if pca is not None and pca.total_variance > 0:
