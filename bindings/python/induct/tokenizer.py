@@ -141,8 +141,9 @@ class SentencePieceTokenizer(_Tokenizer):
     Debian's python3-sentencepiece. `newline_id`: the id that stands for a line break
     (text is encoded line by line, the lines joined by this id, as
     scripts/phase-change.sh makes its token files); None: line breaks go to
-    sentencepiece like any other character. `bos_id`: the id of a BOS token outside
-    the model's pieces, or None. d_vocab is the largest id + 1."""
+    sentencepiece like any other character. `bos_id`: the id of a BOS token, outside
+    the model's pieces or the model's own control piece (sp.bos_id(), `<s>`), or None.
+    d_vocab is the largest id + 1."""
 
     def __init__(self, model_file, newline_id=None, bos_id=None):
         try:
@@ -160,9 +161,12 @@ class SentencePieceTokenizer(_Tokenizer):
         self.bos_id = bos_id
         extra = [i for i in (newline_id, bos_id) if i is not None]
         for i in extra:
-            if not isinstance(i, int) or i < self.n_pieces:
-                raise ValueError(f"newline_id and bos_id must be ids >= the model's "
-                                 f"{self.n_pieces} pieces, got {i!r}")
+            if not isinstance(i, int) or i < 0:
+                raise ValueError(f"newline_id and bos_id must be ids, got {i!r}")
+            if i < self.n_pieces and not (i == bos_id and self.sp.is_control(i)):
+                raise ValueError(f"id {i} is one of the model's {self.n_pieces} pieces: "
+                                 f"newline_id must be beyond them, bos_id beyond them or a "
+                                 f"control piece of the model (its <s>)")
         if newline_id is not None and newline_id == bos_id:
             raise ValueError("newline_id and bos_id must differ")
         self.d_vocab = max([self.n_pieces] + [i + 1 for i in extra])
@@ -194,7 +198,7 @@ class SentencePieceTokenizer(_Tokenizer):
 
     def _pieces(self, ids):
         for t in ids:
-            if t >= self.n_pieces:
+            if t >= self.n_pieces or t == self.bos_id:
                 raise IndexError(f"token id {t} is not a piece of {self.model_file!r}")
         return self.sp.decode(list(ids))
 
@@ -205,7 +209,11 @@ class SentencePieceTokenizer(_Tokenizer):
             raise IndexError(f"token id {t} is not a piece of {self.model_file!r}")
         if self.sp.is_unknown(t) or self.sp.is_control(t):
             return self.sp.id_to_piece(t)
-        return self.sp.decode([t])
+        if self.sp.is_byte(t):  # byte fallback, <0x0A>
+            return self.sp.decode([t])
+        # the piece as it stands in the text: decode() alone would drop the leading space
+        # of a word's first piece (the model's dummy prefix)
+        return self.sp.id_to_piece(t).replace("\u2581", " ")
 
 
 __all__ = ["ByteTokenizer", "SentencePieceTokenizer", "BOS_STR"]

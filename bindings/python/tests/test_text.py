@@ -104,6 +104,8 @@ def test_sentencepiece_bos_and_bad_ids(spm_model):
     assert tok.to_string(ids[0]) == "x = 0\nreturn"
     with pytest.raises(ValueError, match="pieces"):
         induct.SentencePieceTokenizer(model, newline_id=3)
+    with pytest.raises(ValueError, match="control piece"):
+        induct.SentencePieceTokenizer(model, bos_id=3)  # an ordinary piece
     with pytest.raises(FileNotFoundError):
         induct.SentencePieceTokenizer(os.path.join(os.path.dirname(model), "missing.model"))
 
