@@ -59,7 +59,7 @@ def test_byte_tokenizer_matches_the_text_dataset():
 # ---- sentencepiece ----
 @pytest.fixture(scope="module")
 def spm_model(tmp_path_factory):
-    spm = pytest.importorskip("sentencepiece")
+    import sentencepiece as spm  # python3-sentencepiece (scripts/setup-debian.sh): no skip
     d = tmp_path_factory.mktemp("spm")
     corpus = d / "corpus.txt"
     corpus.write_text(TEXT, encoding="utf-8")
