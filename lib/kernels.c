@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <strings.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -52,24 +53,74 @@ static void gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, fl
 
 /* Split the rows of C into one block per thread; each element is still computed by
  * one sgemm call with the same K order. That alone does not make the result
- * independent of the thread count: OpenBLAS computes a row of C with a code path that
- * depends on the row's position in its micro-tiles (measured on Zen: rows repeat with
- * period 12, and the last M mod 12 rows of a call take a remainder kernel with other
- * rounding), and a split of the columns changes its blocking of the whole call. So
- * only rows are split, at multiples of the period: 12 for OpenBLAS's Haswell and Zen
- * kernels (measured), else 48 = lcm(12, 16), which covers the 4, 6, 8, 12, 16 and
- * 24-row tiles of the other x86 targets. Every row then sees the same tile position
- * and remainder as in the single call; tests/check_fused.c checks 1, 2 and 3 threads
- * on the machine that runs it. */
-static size_t gemm_split_rows(void) {
-    static atomic_int unit = 0;
+ * independent of the thread count, for two reasons.
+ * - OpenBLAS computes a row of C with a code path that depends on the row's position in
+ *   its micro-tiles (measured on Zen: rows repeat with period 12, and the last M mod 12
+ *   rows of a call take a remainder kernel with other rounding), and a split of the
+ *   columns changes its blocking of the whole call. So only rows are split, at multiples
+ *   of the period: 12 for OpenBLAS's Haswell and Zen kernels (measured), else
+ *   48 = lcm(12, 16), which covers the 4, 6, 8, 12, 16 and 24-row tiles of the other x86
+ *   targets.
+ * - On its AVX-512 targets (SkylakeX, Cooperlake, SapphireRapids) OpenBLAS computes a
+ *   product with M*N*K <= 10^6 by a separate small-matrix kernel with other rounding
+ *   (measured on Cooperlake: a block of 19 rows of a 64 x 64 x 800 product differs from
+ *   the same rows of the whole call, one of 20 rows does not). The whole call never takes
+ *   that kernel here (it is split only above 2^20 multiply-adds), so every block must
+ *   stay above the limit too.
+ * Every row then takes the same kernel, tile position and remainder as in the single
+ * call; tests/check_fused.c checks 1, 2 and 3 threads on the machine that runs it. */
+typedef struct gemm_split {
+    size_t unit;      /* block rows: a multiple of the micro-tile period */
+    double small_mnk; /* products with M*N*K at or below this take another kernel; 0: none */
+} gemm_split;
+
+static gemm_split gemm_split_rule(void) {
+    static atomic_int unit = 0, small = -1;
     int u = atomic_load_explicit(&unit, memory_order_relaxed);
-    if (!u) {
+    int sm = atomic_load_explicit(&small, memory_order_relaxed);
+    if (!u || sm < 0) {
         const char *core = openblas_get_corename();
         u = core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")) ? 12 : 48;
+        sm = core && (!strcasecmp(core, "SkylakeX") || !strcasecmp(core, "Cooperlake") ||
+                      !strcasecmp(core, "SapphireRapids"));
         atomic_store_explicit(&unit, u, memory_order_relaxed);
+        atomic_store_explicit(&small, sm, memory_order_relaxed);
     }
-    return (size_t)u;
+    return (gemm_split){(size_t)u, sm ? 1e6 : 0.0};
+}
+
+/* Rows [*r0, *r1) of block t of nt over `chunks` blocks of `unit` rows (the last block
+ * may be short). */
+static void gemm_block(int t, int nt, size_t chunks, size_t unit, size_t M, size_t *r0,
+                       size_t *r1) {
+    size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
+    *r0 = c0 * unit;
+    *r1 = c1 * unit < M ? c1 * unit : M;
+}
+
+/* How many row blocks (threads) an M x N x K product is split into; 1 means one call.
+ * *chunks and *unit describe the blocks for gemm_block. */
+static int gemm_plan(int nt, size_t M, size_t N, size_t K, size_t *chunks, size_t *unit) {
+    gemm_split rule = gemm_split_rule();
+    *unit = rule.unit;
+#ifndef _OPENMP
+    nt = 1; /* no threads of ours: one call, whatever n_threads says */
+#endif
+    /* below ~2^20 multiply-adds (~20 us) a fork/join costs more than it saves */
+    if (nt <= 1 || M <= rule.unit || M * N * K < ((size_t)1 << 20)) return 1;
+    *chunks = (M + rule.unit - 1) / rule.unit;
+    if ((size_t)nt > *chunks) nt = (int)*chunks;
+    /* every block above the small-matrix limit, as the whole call is */
+    for (; nt > 1; nt--) {
+        int ok = 1;
+        for (int t = 0; t < nt && ok; t++) {
+            size_t r0, r1;
+            gemm_block(t, nt, *chunks, rule.unit, M, &r0, &r1);
+            ok = (double)(r1 - r0) * (double)N * (double)K > rule.small_mnk;
+        }
+        if (ok) break;
+    }
+    return nt;
 }
 
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
@@ -77,23 +128,18 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
                   size_t ldc) {
     /* rows only: a split of the columns changes OpenBLAS's blocking of the whole call
      * (measured: no column offset reproduces the single call's bits) */
-    size_t unit = gemm_split_rows();
-#ifndef _OPENMP
-    nt = 1; /* no threads of ours: one call, whatever n_threads says */
-#endif
-    /* below ~2^20 multiply-adds (~20 us) a fork/join costs more than it saves */
-    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
+    size_t chunks = 0, unit = 0;
+    nt = gemm_plan(nt, M, N, K, &chunks, &unit);
+    if (nt <= 1) {
         gemm_serial(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    size_t chunks = (M + unit - 1) / unit;
-    if ((size_t)nt > chunks) nt = (int)chunks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static)
 #endif
     for (int t = 0; t < nt; t++) {
-        size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
-        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
+        size_t r0, r1;
+        gemm_block(t, nt, chunks, unit, M, &r0, &r1);
         if (r0 >= r1) continue;
         const float *Ab = transA ? A + r0 : A + r0 * lda;
         gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc,
@@ -120,23 +166,19 @@ static void prefill_rows(float *C, size_t ldc, const float *inp, size_t ldi, con
 static void gemm_prefilled(int nt, int transA, int transB, size_t M, size_t N, size_t K,
                            const float *A, size_t lda, const float *B, size_t ldb, float *C,
                            size_t ldc, const float *inp, size_t ldi, const float *bias) {
-    size_t unit = gemm_split_rows();
-#ifndef _OPENMP
-    nt = 1; /* no threads of ours: one call, whatever n_threads says */
-#endif
-    if (nt <= 1 || M <= unit || M * N * K < ((size_t)1 << 20)) {
+    size_t chunks = 0, unit = 0;
+    nt = gemm_plan(nt, M, N, K, &chunks, &unit);
+    if (nt <= 1) {
         prefill_rows(C, ldc, inp, ldi, bias, 0, M, N);
         gemm_serial(transA, transB, M, N, K, 1.0f, A, lda, B, ldb, 1.0f, C, ldc);
         return;
     }
-    size_t chunks = (M + unit - 1) / unit;
-    if ((size_t)nt > chunks) nt = (int)chunks;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static)
 #endif
     for (int t = 0; t < nt; t++) {
-        size_t c0 = chunks * (size_t)t / (size_t)nt, c1 = chunks * (size_t)(t + 1) / (size_t)nt;
-        size_t r0 = c0 * unit, r1 = c1 * unit < M ? c1 * unit : M;
+        size_t r0, r1;
+        gemm_block(t, nt, chunks, unit, M, &r0, &r1);
         if (r0 >= r1) continue;
         prefill_rows(C, ldc, inp, ldi, bias, r0, r1, N);
         const float *Ab = transA ? A + r0 : A + r0 * lda;
