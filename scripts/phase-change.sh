@@ -1,5 +1,5 @@
 #!/bin/sh
-# The phase change on real text (issue 8): prepare a corpus, run build/examples/phase-change,
+# The phase change on real text: prepare a corpus, run build/examples/phase-change,
 # then draw the figures with examples/plot_phase_change.py. Run after a build
 # (scripts/build.sh build). Every option not listed here goes to phase-change unchanged
 # (its flags: build/examples/phase-change --help, docs/phase-change.md).
@@ -11,7 +11,9 @@
 #   --full           the long run: the 3 models and a smeared-key 2-layer one, 12000 steps
 #                    (49 M tokens per model), evaluation every 250
 #                    steps on 256 windows (about an hour on 2 cores; docs/phase-change.md)
-#   --corpus python  CPython's standard library, every *.py under it (default)
+#   --corpus python  the pinned corpus (default): CPython 3.11's standard library from
+#                    Debian 12's packages, a fixed file list with per-file SHA-256
+#                    (examples/phase_change_corpus.json, docs/phase-change.md "The corpus")
 #   --corpus kjv     the King James Bible from Debian's bible-kjv
 #   --corpus PATH    your own text file
 #   --bytes          byte-level tokens instead of word pieces
@@ -24,6 +26,9 @@
 #   --data DIR       where prepared corpora are kept and reused (default: DIR/phase-change-data
 #                    under the build directory)
 #   --no-plot        skip the figures
+# The run starts by printing the SHA-256 of the corpus, the tokenizer model and the token file
+# and whether they are the documented ones (else: "results are not comparable with the
+# documented ones"); the same goes into summary.json (config.data.provenance) and summary.md.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0
@@ -58,8 +63,11 @@ exe=$build/examples/phase-change
 mkdir -p "$data"
 py=/usr/bin/python3
 
-# ---- the corpus as text (a file) or as a directory of sources ----
-suffix=""
+# ---- the corpus, the tokenizer and the token file (scripts/phase_change_data.py) ----
+# prepared files are kept in $data and reused while their corpus stays the same
+report=$(mktemp "$data/.report.XXXXXX")
+trap 'rm -f "$report"' EXIT
+tree=""
 case "$corpus" in
     kjv)
         text=$data/kjv.txt
@@ -70,16 +78,19 @@ case "$corpus" in
             mv "$text.tmp" "$text"
         fi ;;
     python)
-        text=$($py -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')
-        suffix=.py ;;
+        # the pinned corpus (docs/phase-change.md, "The corpus"): one text for the tokenizer,
+        # a directory of its files (one document each) for byte-level tokens
+        if [ -z "$bpe" ]; then text=$data/python-stdlib tree=--tree; else text=$data/python.txt; fi ;;
     *)
         text=$corpus
         [ -r "$text" ] || { echo "phase-change.sh: cannot read $text" >&2; exit 2; } ;;
 esac
 
 if [ -z "$bpe" ]; then
-    if [ -n "$suffix" ]; then
-        set -- --text "$text" --suffix "$suffix" "$@"
+    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" $tree \
+        --report "$report"
+    if [ -n "$tree" ]; then
+        set -- --text "$text" --suffix .py "$@"
     else
         set -- --text "$text" "$@"
     fi
@@ -89,60 +100,16 @@ else
     esac
     [ "$bpe" -ge 2 ] && [ "$bpe" -le 65535 ] || { echo "phase-change.sh: --bpe must be in 2..65535" >&2; exit 2; }
     command -v spm_train >/dev/null || { echo "phase-change.sh: spm_train not found: apt-get install sentencepiece" >&2; exit 2; }
-    # prepared files are reused; a user's file is keyed by its path, size and time too
+    # a user's file is keyed by its path, size and time too
     case "$corpus" in
         kjv|python) name=$corpus ;;
         *) name=$(basename "$corpus")-$(printf '%s %s' "$(readlink -f "$corpus")" \
                "$(stat -c '%s %Y' "$corpus")" | cksum | cut -d' ' -f1) ;;
     esac
-    plain=$text
-    if [ -n "$suffix" ]; then
-        # one text in the library's document order (byte-wise path order under the directory)
-        plain=$data/$name.txt
-        if [ ! -s "$plain" ]; then
-            (cd "$text" && find . -type f -name "*$suffix" | sed 's|^\./||' | LC_ALL=C sort |
-                while IFS= read -r f; do cat "$f"; done) > "$plain.tmp"
-            mv "$plain.tmp" "$plain"
-        fi
-    fi
     prefix=$data/$name-bpe$bpe
-    tokens=$prefix.u16
-    if [ ! -s "$tokens" ]; then
-        if [ ! -s "$plain" ]; then
-            echo "phase-change.sh: the corpus '$corpus' has no text to train a tokenizer on" >&2
-            exit 2
-        fi
-        echo "phase-change.sh: training a $bpe-piece BPE tokenizer on $plain"
-        spm_train --input="$plain" --model_prefix="$prefix" --vocab_size="$bpe" \
-            --model_type=bpe --character_coverage=1.0 --hard_vocab_limit=false \
-            --normalization_rule_name=identity --remove_extra_whitespaces=false \
-            --add_dummy_prefix=false --allow_whitespace_only_pieces=true \
-            --bos_id=-1 --eos_id=-1 --max_sentence_length=65536 \
-            --input_sentence_size=0 \
-            --num_threads=2 --minloglevel=2 >"$prefix.log" 2>&1 ||
-            { cat "$prefix.log" >&2; rm -f "$prefix.log" "$prefix.model" "$prefix.vocab"
-              echo "phase-change.sh: sentencepiece could not train a tokenizer on $plain" >&2
-              exit 1; }
-        echo "phase-change.sh: encoding into $tokens (newline = id $bpe)"
-        spm_encode --model="$prefix.model" --output_format=id < "$plain" > "$tokens.ids" ||
-            { echo "phase-change.sh: spm_encode failed" >&2; rm -f "$tokens.ids"; exit 1; }
-        $py -c '
-import array, sys
-nl, out = int(sys.argv[1]), sys.argv[2]
-a = array.array("H")
-for line in sys.stdin:
-    a.extend(int(t) for t in line.split())
-    a.append(nl)
-if sys.byteorder != "little":
-    a.byteswap()
-with open(out + ".tmp", "wb") as f:
-    a.tofile(f)
-print(f"phase-change.sh: {len(a)} tokens", file=sys.stderr)
-' "$bpe" "$tokens" < "$tokens.ids"
-        rm -f "$tokens.ids"
-        mv "$tokens.tmp" "$tokens"
-    fi
-    set -- --tokens "$tokens" --format u16 --d-vocab $((bpe + 1)) "$@"
+    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" \
+        --bpe "$bpe" --prefix "$prefix" --report "$report"
+    set -- --tokens "$prefix.u16" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
 
 if [ "$full" = 1 ]; then
@@ -155,6 +122,8 @@ else
     echo "  (12000 steps, about an hour) for it"
 fi
 "$exe" --out "$out" "$@"
+# the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
+$py "$root/scripts/phase_change_data.py" stamp "$out" "$report"
 if [ "$plot" = 1 ]; then
     $py "$root/examples/plot_phase_change.py" "$out" --build "$build"
 fi
