@@ -289,6 +289,7 @@ def prepare(corpus, text, n_pieces, prefix, tree, pin):
         reasons.append(f"the documented results are for the default corpus "
                        f"(python), this is {corpus}")
     rep.update(bytes=corpus_bytes, sha256=corpus_sha)
+    print_corpus(rep, doc)
     if corpus == "python" and corpus_sha != doc["corpus_sha256"]:
         reasons.append("the corpus's SHA-256 is not the documented one")
     if n_pieces:
@@ -322,23 +323,32 @@ def prepare(corpus, text, n_pieces, prefix, tree, pin):
     return rep
 
 
-def print_report(rep):
+def mark(rep, have, want):
+    """How a hash compares with the documented one (nothing for other data)."""
+    if rep["corpus"] != "python" or rep.get("tokenizer", {}).get("pieces", 2048) != 2048:
+        return ""
+    return " (documented)" if have == want else " (the documented one is " + want[:12] + "…)"
+
+
+def print_corpus(rep, doc):
+    """The corpus's lines, printed before a tokenizer is trained."""
     if rep["corpus"] == "python":
         say(f"corpus: {rep['description']}: {rep['files']} files, {rep['bytes']} bytes")
         say("  packages: " + ", ".join(f"{p} {v or 'not installed'}"
                                       for p, v in rep["packages"].items()))
     else:
         say(f"corpus: {rep['text']}, {rep['bytes']} bytes")
-    doc = rep["documented"]
+    say(f"  sha256 corpus     {rep['sha256']}{mark(rep, rep['sha256'], doc['corpus_sha256'])}")
 
-    def mark(have, want):
-        return "(documented)" if have == want else "(the documented one is " + want[:12] + "…)"
-    say(f"  sha256 corpus     {rep['sha256']} {mark(rep['sha256'], doc['corpus_sha256'])}")
+
+def print_report(rep):
+    """The tokenizer's and token file's lines and the verdict."""
+    doc = rep["documented"]
     if "tokenizer" in rep:
         t, k = rep["tokenizer"], rep["token_file"]
-        say(f"  sha256 tokenizer  {t['model_sha256']} "
-            f"{mark(t['model_sha256'], doc['model_sha256'])}")
-        say(f"  sha256 tokens     {k['sha256']} {mark(k['sha256'], doc['tokens_sha256'])}"
+        say(f"  sha256 tokenizer  {t['model_sha256']}"
+            f"{mark(rep, t['model_sha256'], doc['model_sha256'])}")
+        say(f"  sha256 tokens     {k['sha256']}{mark(rep, k['sha256'], doc['tokens_sha256'])}"
             f", {k['tokens']} tokens")
     if rep["comparable"]:
         say("data: the documented corpus, tokenizer and token file (with the default flags, "

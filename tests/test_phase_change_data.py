@@ -9,8 +9,6 @@ each). Environment (set by tests/meson.build): INDUCT_BUILD_DIR (the meson build
 import hashlib
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 
