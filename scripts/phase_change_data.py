@@ -2,7 +2,7 @@
 """The data of scripts/phase-change.sh: the pinned corpus, the sentencepiece tokenizer and
 the token file, with their SHA-256 (docs/phase-change.md, "The corpus").
 
-    phase_change_data.py prepare --corpus python|kjv|PATH --text PATH [--bpe N --prefix P]
+    phase_change_data.py prepare --corpus python|kjv|PATH --text PATH [--tree] [--bpe N --prefix P]
                                  --report FILE
         python: writes the pinned corpus to --text (one file; a directory tree of the same
         files with --tree). Every corpus: with --bpe N, trains the tokenizer P.model (reused
@@ -128,10 +128,6 @@ def package_version(pkg):
     return version if r.returncode == 0 and status == "installed" else None
 
 
-def tool_version(tool):
-    return package_version(tool)
-
-
 # ---- the pinned corpus ----
 
 def python_corpus(pin):
@@ -204,7 +200,7 @@ def tokenize(text, text_sha, n_pieces, prefix):
     stamp_path = prefix + ".json"
     model, tokens = prefix + ".model", prefix + ".u16"
     want = {"corpus_sha256": text_sha, "spm_train": flags,
-            "sentencepiece": tool_version("sentencepiece")}
+            "sentencepiece": package_version("sentencepiece")}
     try:
         with open(stamp_path, encoding="utf-8") as f:
             stamp = json.load(f)
@@ -298,7 +294,7 @@ def prepare(corpus, text, n_pieces, prefix, tree, pin):
         model_sha, tokens_sha, n_tokens, reused = tokenize(text, corpus_sha, n_pieces, prefix)
         rep["tokenizer"] = {"kind": "sentencepiece-bpe", "pieces": n_pieces,
                             "d_vocab": n_pieces + 1,
-                            "sentencepiece": tool_version("sentencepiece"),
+                            "sentencepiece": package_version("sentencepiece"),
                             "spm_train": spm_train_flags(n_pieces),
                             "model": os.path.abspath(prefix + ".model"),
                             "model_sha256": model_sha}
@@ -467,7 +463,7 @@ def cmd_pin(a):
         model_sha, tokens_sha, n, _ = tokenize(text, sha256_bytes(blob), 2048,
                                                os.path.join(t, "python-bpe2048"))
     pin["documented"] = {"corpus_sha256": sha256_bytes(blob), "bytes": len(blob),
-                         "pieces": 2048, "sentencepiece": tool_version("sentencepiece"),
+                         "pieces": 2048, "sentencepiece": package_version("sentencepiece"),
                          "model_sha256": model_sha, "tokens_sha256": tokens_sha, "tokens": n}
     write_atomic(a.out, dump_pin(pin).encode())
     say(f"pinned {len(files)} files ({len(excluded)} excluded), {len(blob)} bytes, "
