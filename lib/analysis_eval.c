@@ -98,7 +98,8 @@ void induct__eval_close(induct__eval *ev) {
 }
 
 int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uint32_t B) {
-    return induct__forward(m, ev->tok + (size_t)s0 * ev->T, B, ev->T, NULL);
+    induct__pass p = induct__pass_of(ev->tok + (size_t)s0 * ev->T, B, ev->T);
+    return induct__forward(m, &p, NULL);
 }
 
 /* One pass over the set: sum of losses per position (sum_out [T-1], may be NULL)

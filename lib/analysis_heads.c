@@ -150,7 +150,8 @@ static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t c
     pr->tok = malloc(n * sizeof *pr->tok);
     INDUCT_FAIL_IF(!pr->tok, INDUCT_ENOMEM, "%s: out of memory", fn);
     probe_fill(&c, copying, pr->tok, pr->T);
-    int rc = induct__forward(m, pr->tok, pr->n_seq, pr->T, NULL);
+    induct__pass p = induct__pass_of(pr->tok, pr->n_seq, pr->T);
+    int rc = induct__forward(m, &p, NULL);
     if (rc != INDUCT_OK) {
         free(pr->tok);
         pr->tok = NULL;

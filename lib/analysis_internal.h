@@ -56,6 +56,28 @@ int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
                         int need_icl, const char *fn);
 
+/* ---- head ablations (ablation.c): a standing intervention of hooks ------------------ */
+#define INDUCT__ABL_NONE 0
+#define INDUCT__ABL_ZERO 1
+#define INDUCT__ABL_MEAN 2
+typedef struct induct__ablation {
+    uint8_t *mode;        /* [n_layers * n_heads] INDUCT__ABL_* */
+    uint32_t active;      /* number of ablated heads */
+    uint32_t first_layer; /* earliest layer with an ablated head (valid when active) */
+    uint32_t preserve;    /* pattern-preserving: freeze patterns of layers > first_layer */
+    float *mean;          /* [n_layers][n_heads][mean_T][d_head] or NULL */
+    uint32_t mean_T;      /* positions in `mean` (1 when pooled) */
+    uint32_t mean_per_pos;
+    float *frozen;        /* clean patterns [n_layers - first_layer - 1][B][H][T][T] */
+    size_t frozen_cap;    /* floats */
+} induct__ablation;
+/* The model's ablation state, NULL if it never had one. */
+induct__ablation *induct__ablation_of(const induct_model *m);
+/* The state, created (and installed as the model's standing intervention) if needed. */
+int induct__ablation_state(induct_model *m, induct__ablation **out);
+/* Update `active` and `first_layer` after changing `mode`. */
+void induct__ablation_recount(induct_model *m, induct__ablation *a);
+
 /* ---- entry points for other library code ------------------------------------------
  * As the public functions of the same name, but they leave the model's interrupt flag
  * alone (the public ones clear it when they start), so that a caller such as the

@@ -72,7 +72,8 @@ INDUCT_API int induct_analysis_kv_accuracy(induct_model *m, const induct_dataset
         uint32_t nb = n_seq - s < ch ? n_seq - s : ch;
         const int32_t *tok = e.tok + (size_t)s * T;
         rc = induct__model_validate_tokens(m, tok, nb, T);
-        if (rc == INDUCT_OK) rc = induct__forward(m, tok, nb, T, NULL);
+        induct__pass p = induct__pass_of(tok, nb, T);
+        if (rc == INDUCT_OK) rc = induct__forward(m, &p, NULL);
         if (rc != INDUCT_OK) break;
         const float *logits = induct__ws(m, m->a_logits);
         for (uint32_t b = 0; b < nb; b++) {
@@ -112,7 +113,8 @@ INDUCT_API int induct_analysis_kv_attention(induct_model *m, const induct_datase
         uint32_t nb = n_seq - s < ch ? n_seq - s : ch;
         const int32_t *tok = e.tok + (size_t)s * T;
         rc = induct__model_validate_tokens(m, tok, nb, T);
-        if (rc == INDUCT_OK) rc = induct__forward(m, tok, nb, T, NULL);
+        induct__pass p = induct__pass_of(tok, nb, T);
+        if (rc == INDUCT_OK) rc = induct__forward(m, &p, NULL);
         if (rc != INDUCT_OK) break;
         for (uint32_t l = 0; l < m->cfg.n_layers; l++)
             for (uint32_t h = 0; h < H; h++)

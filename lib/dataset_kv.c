@@ -108,7 +108,7 @@ int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32
     return INDUCT_OK;
 }
 
-uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T) {
+uint32_t induct__dataset_score_pos(const induct_dataset *d, uint32_t T) {
     return d->kind == INDUCT__DS_KV && !d->kv.all_positions && T >= 2 ? T - 1 : 0;
 }
 

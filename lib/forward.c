@@ -317,70 +317,277 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
     return INDUCT_OK;
 }
 
-int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
-                    double *mean_loss) {
-    if (m->abl.active && m->abl.phase == INDUCT__ABL_PHASE_IDLE) /* analysis (issue 4) */
-        return induct__ablation_forward(m, tokens, B, T, mean_loss);
-    INDUCT_TRY(induct__model_workspace(m, B, T));
+/* ---- hooks -------------------------------------------------------------------- */
+
+static int n_hooks(const induct__pass *p) { return p->n_hooks[0] + p->n_hooks[1] != 0; }
+
+/* Does a hook (a writing one, if `writes`) sit at (point, layer)? */
+static int hooked(const induct__pass *p, uint32_t point, uint32_t l, int writes) {
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (h->point == point && h->layer == l && (!writes || h->writes)) return 1;
+        }
+    return 0;
+}
+
+/* Run the hooks at (point, layer) on x: the standing intervention's first, then the
+ * caller's, each in list order. */
+static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (h->point == point && h->layer == l) INDUCT_TRY(h->fn(h->user, m, p, point, l, x));
+        }
+    return INDUCT_OK;
+}
+#define FIRE(point, l, x)                                                                  \
+    do {                                                                                   \
+        if (any) INDUCT_TRY(fire(m, p, (point), (l), (x)));                                \
+    } while (0)
+
+/* Layer 0 folded into the tables unless a hook may change what it reads. */
+static int use_fold(const induct_model *m, const induct__pass *p) {
+    return fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
+           !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
+}
+
+/* Floats of scratch the hooks of pass p need for points the workspace does not hold:
+ * the embeddings apart, a LayerNorm's normalised input, the per-head results and the
+ * attention output. */
+static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
     const induct_model_config *c = &m->cfg;
+    size_t ND = (size_t)p->B * p->T * c->d_model, need = 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            size_t n = 0;
+            switch (p->hooks[s][i].point) {
+            case INDUCT__HP_EMBED:
+            case INDUCT__HP_POS_EMBED: n = 2 * ND; break;
+            case INDUCT__HP_LN1:
+            case INDUCT__HP_LN2:
+            case INDUCT__HP_LNF:
+            case INDUCT__HP_ATTN_OUT: n = ND; break;
+            case INDUCT__HP_RESULT: n = ND * (c->n_heads + 1); break;
+            default: break;
+            }
+            if (n > need) need = n;
+        }
+    return need;
+}
+
+/* LayerNorm with a hook on its normalised input (x - mean) * rstd, before the gain and
+ * bias: TransformerLens's hook_normalized. */
+static int layernorm_hooked(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                            float *out, float *mean, float *rstd, const float *x, const float *w,
+                            const float *b, float *hs) {
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
     int nt = induct__nt(m);
+    induct__layernorm_forward(out, mean, rstd, x, w, b, N, D, nt);
+    for (size_t n = 0; n < N; n++)
+        for (size_t i = 0; i < D; i++) hs[n * D + i] = (x[n * D + i] - mean[n]) * rstd[n];
+    INDUCT_TRY(fire(m, p, point, l, hs));
+    if (hooked(p, point, l, 1))
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < D; i++) out[n * D + i] = hs[n * D + i] * w[i] + b[i];
+    return INDUCT_OK;
+}
+
+/* Embeddings with hooks on W_E[token] and W_pos[position] apart; their sum is the one
+ * induct__embed_forward computes. */
+static int embed_hooked(induct_model *m, const induct__pass *p, float *out, float *hs) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, D = c->d_model;
+    float *E = hs, *Pe = hs + N * D;
+    induct__embed_forward(E, p->tokens, P(m->W_E), NULL, p->B, p->T, D, induct__nt(m));
+    INDUCT_TRY(fire(m, p, INDUCT__HP_EMBED, 0, E));
+    if (c->positional != INDUCT_POS_STANDARD) {
+        memcpy(out, E, N * D * sizeof *out);
+        return INDUCT_OK;
+    }
+    for (size_t n = 0; n < N; n++) memcpy(Pe + n * D, P(m->W_pos) + (n % p->T) * D, D * sizeof *Pe);
+    INDUCT_TRY(fire(m, p, INDUCT__HP_POS_EMBED, 0, Pe));
+    for (size_t i = 0; i < N * D; i++) out[i] = E[i] + Pe[i];
+    return INDUCT_OK;
+}
+
+/* Attention output z W_O + b_O with hooks on it (and on the per-head results
+ * z_h W_O[h], [N][H][D], computed only when hooked); attn_resid = resid_pre + output.
+ * Hooks that only read leave the residual stream to the plain pass's fused product
+ * (the same bits); after a write it is resid_pre + output. */
+static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, float *attn_resid,
+                           float *hs) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    int nt = induct__nt(m);
+    size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    int w_res = hooked(p, INDUCT__HP_RESULT, l, 1), w_out = hooked(p, INDUCT__HP_ATTN_OUT, l, 1);
+    float *out = hs, *res = hs + N * D;
+    if (hooked(p, INDUCT__HP_RESULT, l, 0)) {
+        for (size_t h = 0; h < H; h++)
+            induct__gemm(nt, 0, 0, N, D, dh, 1.0f, W(a->z) + h * dh, HD, P(o->W_O) + h * dh * D,
+                         D, 0.0f, res + h * D, H * D);
+        INDUCT_TRY(fire(m, p, INDUCT__HP_RESULT, l, res));
+    }
+    if (w_res) { /* the output from what the hooks left */
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < D; i++) {
+                float s = P(o->b_O)[i];
+                for (size_t h = 0; h < H; h++) s += res[(n * H + h) * D + i];
+                out[n * D + i] = s;
+            }
+    } else if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) {
+        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, out, D, NULL, D, P(o->b_O));
+    }
+    if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) INDUCT_TRY(fire(m, p, INDUCT__HP_ATTN_OUT, l, out));
+    if (w_res || w_out) {
+        const float *rp = W(a->resid_pre);
+        for (size_t i = 0; i < N * D; i++) attn_resid[i] = rp[i] + out[i];
+    } else {
+        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                          W(a->resid_pre), D, P(o->b_O));
+    }
+    return INDUCT_OK;
+}
+
+static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss);
+
+int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
+    if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++)
+            INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes, INDUCT_ENOTSUP,
+                           "a training step or backward pass with a writing hook is not "
+                           "supported");
+    INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
+    size_t ns = n_hooks(p) ? hook_scratch(m, p) : 0;
+    if (!ns) return forward_pass(m, p, NULL, mean_loss);
+    uint64_t bytes = (uint64_t)ns * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the hooks' scratch"));
+    float *hs = malloc(ns * sizeof *hs);
+    INDUCT_FAIL_IF(!hs, INDUCT_ENOMEM, "out of memory: %zu floats of hook scratch", ns);
+    induct__model_held(m, bytes, 0);
+    int rc = forward_pass(m, p, hs, mean_loss);
+    free(hs);
+    induct__model_held(m, 0, bytes);
+    return rc;
+}
+
+static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss) {
+    const induct_model_config *c = &m->cfg;
+    const int32_t *tokens = p->tokens;
+    uint32_t B = p->B, T = p->T;
+    int nt = induct__nt(m), any = n_hooks(p);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
     int standard = c->positional == INDUCT_POS_STANDARD;
-    induct__embed_forward(W(m->A[0].resid_pre), tokens, P(m->W_E), standard ? P(m->W_pos) : NULL,
-                          B, T, D, nt);
+    if (any && (hooked(p, INDUCT__HP_EMBED, 0, 0) || hooked(p, INDUCT__HP_POS_EMBED, 0, 0)))
+        INDUCT_TRY(embed_hooked(m, p, W(m->A[0].resid_pre), hs));
+    else
+        induct__embed_forward(W(m->A[0].resid_pre), tokens, P(m->W_E),
+                              standard ? P(m->W_pos) : NULL, B, T, D, nt);
+    int fold = use_fold(m, p);
     for (uint32_t l = 0; l < c->n_layers; l++) {
         const induct__layer_off *o = &m->L[l];
         const induct__layer_act *a = &m->A[l];
         float *out_resid = (l + 1 < c->n_layers) ? W(m->A[l + 1].resid_pre) : W(m->a_resid_final);
         float *attn_resid = M ? W(a->resid_mid) : out_resid;
-        if (c->layer_norm)
-            induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd), W(a->resid_pre),
-                                      P(o->ln1_w), P(o->ln1_b), N, D, nt);
+        FIRE(INDUCT__HP_RESID_PRE, l, W(a->resid_pre));
+        if (c->layer_norm) {
+            if (any && hooked(p, INDUCT__HP_LN1, l, 0))
+                INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN1, l, W(a->ln1), W(a->ln1_mean),
+                                            W(a->ln1_rstd), W(a->resid_pre), P(o->ln1_w),
+                                            P(o->ln1_b), hs));
+            else
+                induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd),
+                                          W(a->resid_pre), P(o->ln1_w), P(o->ln1_b), N, D, nt);
+        }
         if (c->positional == INDUCT_POS_SHORTFORMER)
             induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
         /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
         pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
         pack_heads(W(a->wk), P(o->W_K), D, H, dh);
         pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-        if (l == 0 && fold_layer0(m, B, T)) {
+        if (l == 0 && fold) {
             fold_forward(m, tokens, B, T);
         } else {
             induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
             induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
             induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
         }
-        if (c->smeared_keys)
+        FIRE(INDUCT__HP_Q, l, W(a->q));
+        FIRE(INDUCT__HP_K, l, W(a->k_raw));
+        FIRE(INDUCT__HP_V, l, W(a->v));
+        if (c->smeared_keys) {
             induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-        /* causal half only (k <= p), scores + mask + softmax fused per query row */
-        induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                    B, T, H, dh, W(m->g_att), nt);
-        if (m->abl.active) induct__ablation_hook(m, l, B, T); /* analysis (issue 4) */
-        /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                          W(a->resid_pre), D, P(o->b_O));
+            FIRE(INDUCT__HP_K_SMEARED, l, W(a->k));
+        }
+        /* causal half only (k <= p), scores + mask + softmax fused per query row; split
+         * into its parts (the same bits) around hooks on the scores or the pattern */
+#define ATTN(stages)                                                                       \
+    induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, \
+                                B, T, H, dh, W(m->g_att), nt, (stages))
+        int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
+        if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
+            ATTN(INDUCT__ATTN_ALL);
+        } else {
+            if (h_scores) {
+                ATTN(INDUCT__ATTN_SCORES);
+                INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, W(a->att)));
+                ATTN(INDUCT__ATTN_SOFTMAX);
+            } else {
+                ATTN(INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX);
+            }
+            INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, W(a->att)));
+            ATTN(INDUCT__ATTN_MIX);
+        }
+#undef ATTN
+        FIRE(INDUCT__HP_Z, l, W(a->z));
+        if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
+            INDUCT_TRY(attn_out_hooked(m, p, l, attn_resid, hs));
+        else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
+            induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                              W(a->resid_pre), D, P(o->b_O));
         if (M) {
-            if (c->layer_norm)
-                induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
-                                          W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D, nt);
+            FIRE(INDUCT__HP_RESID_MID, l, W(a->resid_mid));
+            if (c->layer_norm) {
+                if (any && hooked(p, INDUCT__HP_LN2, l, 0))
+                    INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN2, l, W(a->ln2),
+                                                W(a->ln2_mean), W(a->ln2_rstd), W(a->resid_mid),
+                                                P(o->ln2_w), P(o->ln2_b), hs));
+                else
+                    induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
+                                              W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D,
+                                              nt);
+            }
             induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
+            FIRE(INDUCT__HP_MLP_PRE, l, W(a->mlp_pre));
             induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
+            FIRE(INDUCT__HP_MLP_POST, l, W(a->mlp_post));
             /* resid_post = resid_mid + b_out + mlp_post W_out */
             induct__gemm_bias(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
                               W(a->resid_mid), D, P(o->b_out));
         }
+        FIRE(INDUCT__HP_RESID_POST, l, out_resid);
     }
-    if (c->layer_norm)
-        induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
-                                  W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
+    if (c->layer_norm) {
+        if (any && hooked(p, INDUCT__HP_LNF, 0, 0))
+            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LNF, 0, W(m->a_lnf), W(m->a_lnf_mean),
+                                        W(m->a_lnf_rstd), W(m->a_resid_final), P(m->lnf_w),
+                                        P(m->lnf_b), hs));
+        else
+            induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
+                                      W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
+    }
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
     double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_logits), tokens, B,
                                           T, V, nt);
     double count = (double)B * (T - 1);
-    if (m->loss_only) { /* datasets (issue 3): one scored position per row */
+    if (p->score_pos) { /* one scored position per row (e.g. key-value retrieval) */
         const float *ls = W(m->a_losses);
         sum = 0.0;
-        for (size_t b = 0; b < B; b++) sum += ls[b * (T - 1) + m->loss_only - 1];
+        for (size_t b = 0; b < B; b++) sum += ls[b * (T - 1) + p->score_pos - 1];
         count = (double)B;
     }
     double mean = sum / count;
@@ -388,23 +595,24 @@ int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t
     if (mean_loss) *mean_loss = mean;
     return INDUCT_OK;
 }
+#undef FIRE
 
-int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
-    INDUCT_FAIL_IF(m->abl.active, INDUCT_ESTATE, /* analysis (issue 4) */
-                   "backward: %u head(s) are ablated; clear the ablations first",
-                   m->abl.active);
+int induct__backward(induct_model *m, const induct__pass *p) {
+    const int32_t *tokens = p->tokens;
+    uint32_t B = p->B, T = p->T, only = p->score_pos;
+    int fold = use_fold(m, p);
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    float scale = (float)(1.0 / ((double)B * (m->loss_only ? 1 : T - 1)));
+    float scale = (float)(1.0 / ((double)B * (only ? 1 : T - 1)));
     induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
                               nt);
-    if (m->loss_only) /* datasets (issue 3): only the scored position has a gradient */
+    if (only) /* only the scored position has a gradient */
         for (size_t n = 0; n < N; n++)
-            if (n % T != m->loss_only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
+            if (n % T != only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
     /* unembed: logits = lnf W_U + b_U */
     float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
     linear_backward_new(m, dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
@@ -451,7 +659,7 @@ int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_
                 G(o->alpha)[h] += (float)s;
             }
         }
-        if (li == 0 && fold_layer0(m, B, T)) {
+        if (li == 0 && fold) {
             /* the projections' share of d resid_pre goes straight to W_E and W_pos */
             fold_backward(m, tokens, B, T, dq, dk, dv);
             continue;
@@ -526,7 +734,8 @@ int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, u
     double sum = 0.0;
     for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
         uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
-        INDUCT_TRY(induct__forward(m, tokens + (size_t)b0 * T, nb, T, NULL));
+        induct__pass p = induct__pass_of(tokens + (size_t)b0 * T, nb, T);
+        INDUCT_TRY(induct__forward(m, &p, NULL));
         /* continue one sequential sum: the same additions as a single pass */
         const float *l = W(m->a_losses);
         for (size_t i = 0, n = (size_t)nb * (T - 1); i < n; i++) sum += l[i];
@@ -581,7 +790,8 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
         INDUCT_TRY(rc);
         mean = sum / ((double)B * (T - 1));
     } else {
-        INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
+        induct__pass p = induct__pass_of(tokens, B, T);
+        INDUCT_TRY(induct__forward(m, &p, &mean));
         if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
         if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
     }
@@ -594,8 +804,10 @@ INDUCT_API int induct_model_backward(induct_model *m, const int32_t *tokens, uin
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_backward: model is NULL");
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
     double mean;
-    INDUCT_TRY(induct__forward(m, tokens, B, T, &mean));
-    INDUCT_TRY(induct__backward(m, tokens, B, T));
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.grad = 1;
+    INDUCT_TRY(induct__forward(m, &p, &mean));
+    INDUCT_TRY(induct__backward(m, &p));
     if (mean_loss_out) *mean_loss_out = mean;
     return INDUCT_OK;
 }
@@ -612,7 +824,8 @@ INDUCT_API int induct_model_attention(induct_model *m, const int32_t *tokens, ui
     INDUCT_FAIL_IF(!out || out_cap < need, INDUCT_EBUFSIZE,
                    "induct_model_attention: needs %zu floats, buffer holds %zu", need,
                    out ? out_cap : 0);
-    INDUCT_TRY(induct__forward(m, tokens, 1, T, NULL));
+    induct__pass p = induct__pass_of(tokens, 1, T);
+    INDUCT_TRY(induct__forward(m, &p, NULL));
     for (uint32_t l = 0; l < m->cfg.n_layers; l++)
         memcpy(out + (size_t)l * m->cfg.n_heads * per, W(m->A[l].att),
                m->cfg.n_heads * per * sizeof(float));

@@ -95,28 +95,72 @@ typedef struct induct__layer_act {
     size_t resid_mid, ln2, ln2_mean, ln2_rstd, mlp_pre, mlp_post;
 } induct__layer_act;
 
-/* Head ablation modes (analysis). */
-#define INDUCT__ABL_NONE 0
-#define INDUCT__ABL_ZERO 1
-#define INDUCT__ABL_MEAN 2
+/* ---- one forward pass: its description and its hook points (forward.c, hooks.c) --
+ * Hook points, in the order a pass reaches them; the names are TransformerLens's
+ * (hooks.c has the table of names and shapes). */
+enum {
+    INDUCT__HP_EMBED,       /* hook_embed            [batch, pos, d_model] */
+    INDUCT__HP_POS_EMBED,   /* hook_pos_embed        [batch, pos, d_model] */
+    INDUCT__HP_RESID_PRE,   /* blocks.l.hook_resid_pre */
+    INDUCT__HP_LN1,         /* blocks.l.ln1.hook_normalized (before the gain and bias) */
+    INDUCT__HP_Q,           /* blocks.l.attn.hook_q  [batch, pos, head, d_head] */
+    INDUCT__HP_K,           /* blocks.l.attn.hook_k */
+    INDUCT__HP_V,           /* blocks.l.attn.hook_v */
+    INDUCT__HP_K_SMEARED,   /* blocks.l.attn.hook_k_smeared (not TransformerLens) */
+    INDUCT__HP_SCORES,      /* blocks.l.attn.hook_attn_scores [batch, head, query, key] */
+    INDUCT__HP_PATTERN,     /* blocks.l.attn.hook_pattern */
+    INDUCT__HP_Z,           /* blocks.l.attn.hook_z  [batch, pos, head, d_head] */
+    INDUCT__HP_RESULT,      /* blocks.l.attn.hook_result [batch, pos, head, d_model] */
+    INDUCT__HP_ATTN_OUT,    /* blocks.l.hook_attn_out */
+    INDUCT__HP_RESID_MID,   /* blocks.l.hook_resid_mid */
+    INDUCT__HP_LN2,         /* blocks.l.ln2.hook_normalized */
+    INDUCT__HP_MLP_PRE,     /* blocks.l.mlp.hook_pre [batch, pos, d_mlp] */
+    INDUCT__HP_MLP_POST,    /* blocks.l.mlp.hook_post */
+    INDUCT__HP_RESID_POST,  /* blocks.l.hook_resid_post */
+    INDUCT__HP_LNF,         /* ln_final.hook_normalized */
+    INDUCT__HP_COUNT
+};
+struct induct__pass;
+/* Called with the activation `x` of `point` in `layer` (its shape: induct__hook_shape);
+ * may change x in place when the hook was installed with `writes`. A negative return
+ * stops the pass and is returned by it. */
+typedef int (*induct__hook_fn)(void *user, induct_model *m, const struct induct__pass *p,
+                               uint32_t point, uint32_t layer, float *x);
+typedef struct induct__hook {
+    uint32_t point, layer; /* layer: 0 for the points outside blocks */
+    uint32_t writes;       /* 0: the hook only reads (the pass may take its fast paths) */
+    induct__hook_fn fn;
+    void *user;
+} induct__hook;
 
-/* analysis (issue 4): head-ablation state. With `active == 0` the forward pass is
- * untouched (bit-identical to a never-ablated model). */
-#define INDUCT__ABL_PHASE_IDLE 0   /* no ablated forward in progress */
-#define INDUCT__ABL_PHASE_RECORD 1 /* clean pass of a pattern-preserving forward */
-#define INDUCT__ABL_PHASE_APPLY 2  /* ablated pass */
-typedef struct induct__ablation {
-    uint8_t *mode;        /* [n_layers * n_heads] INDUCT__ABL_*, NULL until first use */
-    uint32_t active;      /* number of ablated heads */
-    uint32_t first_layer; /* earliest layer with an ablated head (valid when active) */
-    uint32_t preserve;    /* pattern-preserving: freeze patterns of layers > first_layer */
-    uint32_t phase;       /* INDUCT__ABL_PHASE_* */
-    float *mean;          /* [n_layers][n_heads][mean_T][d_head] */
-    uint32_t mean_T;      /* positions in `mean` (1 when pooled) */
-    uint32_t mean_per_pos;
-    float *frozen;        /* clean patterns [n_layers - first_layer - 1][B][H][T][T] */
-    size_t frozen_cap;    /* floats */
-} induct__ablation;
+/* Everything about one forward pass. Nothing of it lives on the model. */
+typedef struct induct__pass {
+    const int32_t *tokens; /* [B][T], validated */
+    uint32_t B, T;
+    uint32_t score_pos;    /* 0: every position is scored; p + 1: only position p of a row */
+    const induct__hook *hooks[2]; /* two lists (e.g. the caller's and a standing provider's) */
+    size_t n_hooks[2];
+    uint32_t grad;         /* a backward pass follows */
+    uint32_t bare;         /* the model's standing intervention (see induct__standing) is off */
+} induct__pass;
+/* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
+ * does not exist in this model (hooks.c). */
+uint32_t induct__hook_shape(const induct_model *m, uint32_t point, uint32_t B, uint32_t T,
+                            uint32_t shape[4]);
+/* Resolve a TransformerLens name ("blocks.1.attn.hook_pattern") to (point, layer):
+ * INDUCT_EINVAL with a message for an unknown name, ERANGE for a missing layer. */
+int induct__hook_parse(const induct_model *m, const char *name, uint32_t *point,
+                       uint32_t *layer);
+
+/* A standing intervention on every pass of the model until removed (the head ablations
+ * install one): run() performs the pass `p` with its own hooks added (it may run extra
+ * passes first) by calling induct__forward on a copy marked `bare`; release() frees
+ * `self` when the model is freed. */
+typedef struct induct__standing {
+    int (*run)(void *self, induct_model *m, const induct__pass *p, double *mean_loss);
+    void (*release)(void *self, induct_model *m);
+    void *self;
+} induct__standing;
 
 struct induct_model {
     induct_model_config cfg; /* normalised: d_head resolved, n_threads >= 1 */
@@ -146,11 +190,7 @@ struct induct_model {
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
-    induct__ablation abl; /* analysis (issue 4): head ablations in force */
-    /* datasets (issue 3): 0 = the loss is the mean over every position; p + 1 = only
-     * position p of each row is scored (set by induct_train_step for a dataset with
-     * one scored position, e.g. key-value retrieval; 0 otherwise). */
-    uint32_t loss_only;
+    induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
     /* hardening (issue 7): bytes held for this model (parameters, gradients, tables,
      * workspace, staging, optimizer moments), capped by cfg.max_bytes */
     _Atomic uint64_t mem_held;
@@ -161,10 +201,17 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 /* Make sure the workspace covers (B, T); may allocate (never during a step whose
  * shape was seen before). */
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
-/* Forward on validated tokens. Fills the workspace; writes per-token losses to the
- * workspace; returns mean loss. */
-int induct__forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
-                    double *mean_loss);
+/* A pass over every position of validated tokens, no hooks. */
+static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, 0};
+    return p;
+}
+/* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),
+ * runs the hooks and the model's standing intervention; mean loss over the scored
+ * positions into *mean_loss (may be NULL). */
+int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss);
+/* Backward after induct__forward(m, p) (p->grad set): grads overwritten. */
+int induct__backward(induct_model *m, const induct__pass *p);
 /* Forward-only over B sequences in chunks of whole GEMM row blocks that stay in cache
  * (about 4096 tokens; the same bits as one pass). After each chunk, fn(user, m, b0, nb)
  * runs while the workspace holds the activations of sequences b0 .. b0+nb-1 (patterns
@@ -177,16 +224,7 @@ typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32
 void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
-/* Backward after induct__forward with the same tokens: grads overwritten. */
-int induct__backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
-/* analysis (issue 4), lib/analysis_ablation.c: the ablated forward (called by
- * induct__forward when heads are ablated), the per-layer hook called right after a
- * layer's attention has computed z, and the release of the state. */
-int induct__ablation_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
-                             double *mean_loss);
-void induct__ablation_hook(induct_model *m, uint32_t layer, uint32_t B, uint32_t T);
-void induct__ablation_free(induct_model *m);
 void induct__model_ref(induct_model *m);
 /* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
  * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and
@@ -242,9 +280,9 @@ int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32
 int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
                          uint32_t T, int32_t *tokens, int32_t *meta);
 void induct__stream_free(struct induct__stream *s);
-/* datasets (issue 3): the model's loss_only for training on rows of length T of this
+/* The score_pos of a training pass (see induct__pass) on rows of length T of this
  * dataset (0 = every position). */
-uint32_t induct__dataset_loss_only(const induct_dataset *d, uint32_t T);
+uint32_t induct__dataset_score_pos(const induct_dataset *d, uint32_t T);
 
 /* ---- optimizer -------------------------------------------------------------- */
 struct induct_optimizer {

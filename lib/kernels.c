@@ -835,7 +835,8 @@ size_t induct__attn_scratch_floats(size_t T, size_t dh) {
 
 void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
                                  const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
-                                 size_t T, size_t H, size_t dh, float *scratch, int nt) {
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt,
+                                 unsigned stages) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
     int simd = induct__simd_active();
@@ -859,11 +860,11 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                         *vb = v + r0 * ldv + h * dh;
 #ifdef INDUCT_AVX2
             if (simd) {
-                attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+                attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
                 continue;
             }
 #endif
-            attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc);
+            attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
         }
     }
 }

@@ -95,10 +95,19 @@ size_t induct__attn_scratch_floats(size_t T, size_t dh);
 /* Causal attention computing only k <= p, with scores, mask and softmax fused per row.
  * Same outputs as induct__attention_forward (att [B,H,T,T] with exact zeros above the
  * diagonal; z [B,T,H,dh]). q, k, v, z rows have strides ldq, ldk, ldv, ldz (>= H*dh);
- * head h of row (b,t) starts at h*dh. scratch: nt * induct__attn_scratch_floats(T, dh). */
+ * head h of row (b,t) starts at h*dh. scratch: nt * induct__attn_scratch_floats(T, dh).
+ * `stages` picks the parts (INDUCT__ATTN_ALL: the fused pass). SCORES alone stores the
+ * scaled scores in att (-inf above the diagonal); SOFTMAX without SCORES reads them
+ * from att; MIX alone computes z from the pattern in att. Split or fused, each part
+ * gives the same bits, so a caller may look at (or change) att between the parts. */
+#define INDUCT__ATTN_SCORES 1u
+#define INDUCT__ATTN_SOFTMAX 2u
+#define INDUCT__ATTN_MIX 4u
+#define INDUCT__ATTN_ALL 7u
 void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
                                  const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
-                                 size_t T, size_t H, size_t dh, float *scratch, int nt);
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt,
+                                 unsigned stages);
 /* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
  * dz stride ldz); only k <= p touched. */
 void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,

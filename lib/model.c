@@ -189,7 +189,7 @@ static void model_destroy(induct_model *m) {
     free(m->A);
     free(m->ws);
     free(m->tok_ws);
-    induct__ablation_free(m); /* analysis (issue 4) */
+    if (m->standing.release) m->standing.release(m->standing.self, m);
     free(m);
 }
 

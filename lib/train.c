@@ -3,12 +3,12 @@
 
 #include "induct_internal.h"
 
-static int train_tokens(induct_optimizer *o, const int32_t *tokens, uint32_t B, uint32_t T,
-                        double *loss_out) {
+/* One step on the pass p (grad set). */
+static int train_pass(induct_optimizer *o, const induct__pass *p, double *loss_out) {
     induct_model *m = o->model;
     double loss;
-    INDUCT_TRY(induct__forward(m, tokens, B, T, &loss));
-    INDUCT_TRY(induct__backward(m, tokens, B, T));
+    INDUCT_TRY(induct__forward(m, p, &loss));
+    INDUCT_TRY(induct__backward(m, p));
     INDUCT_TRY(induct_optimizer_step(o, NULL));
     if (loss_out) *loss_out = loss;
     return INDUCT_OK;
@@ -18,7 +18,9 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *o, const int32_t *toke
                                         uint32_t T, double *loss_out) {
     INDUCT_FAIL_IF(!o, INDUCT_EINVAL, "induct_train_step_tokens: optimizer is NULL");
     INDUCT_TRY(induct__model_validate_tokens(o->model, tokens, B, T));
-    return train_tokens(o, tokens, B, T, loss_out);
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.grad = 1;
+    return train_pass(o, &p, loss_out);
 }
 
 INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B,
@@ -46,8 +48,8 @@ INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, u
         induct__model_held(m, bytes, old);
     }
     INDUCT_TRY(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, o->step, B, T, m->tok_ws, need, NULL, 0));
-    m->loss_only = induct__dataset_loss_only(d, T); /* datasets (issue 3) */
-    int rc = train_tokens(o, m->tok_ws, B, T, loss_out);
-    m->loss_only = 0;
-    return rc;
+    induct__pass p = induct__pass_of(m->tok_ws, B, T);
+    p.grad = 1;
+    p.score_pos = induct__dataset_score_pos(d, T);
+    return train_pass(o, &p, loss_out);
 }

@@ -99,7 +99,7 @@ START_TEST(test_attention_vs_reference) {
     bufs_init(&b, s, 1);
     size_t BHTT = b.B * b.H * b.T * b.T;
     induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
-                                b.dh, b.scratch, 1);
+                                b.dh, b.scratch, 1, INDUCT__ATTN_ALL);
     induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
                                  b.att, b.B, b.T, b.H, b.dh, b.scratch, 1);
     float *q = dense(&b, b.q), *k = dense(&b, b.k), *v = dense(&b, b.v), *dz = dense(&b, b.dz);
@@ -145,7 +145,7 @@ static float *run_attention(const shape *s, int nt, int simd, size_t *len) {
     bufs_init(&b, s, nt);
     induct__simd_enable(simd);
     induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
-                                b.dh, b.scratch, nt);
+                                b.dh, b.scratch, nt, INDUCT__ATTN_ALL);
     induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
                                  b.att, b.B, b.T, b.H, b.dh, b.scratch, nt);
     induct__simd_enable(1);
@@ -172,6 +172,54 @@ START_TEST(test_attention_bitwise) {
     ck_assert(memcmp(ref, three, n1 * 4) == 0);
     ck_assert_msg(memcmp(ref, scalar, n1 * 4) == 0, "SIMD and scalar paths differ");
     free(ref), free(two), free(three), free(scalar);
+}
+END_TEST
+
+/* The parts of the fused pass run one after another, the scores or the pattern left in
+ * att in between (where hooks read and write them), give the fused pass's bits. */
+START_TEST(test_attention_stages_bitwise) {
+    const shape *s = &SHAPES[_i];
+    const unsigned plans[2][3] = {
+        {INDUCT__ATTN_SCORES, INDUCT__ATTN_SOFTMAX, INDUCT__ATTN_MIX},
+        {INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX, INDUCT__ATTN_MIX, 0}};
+    for (int simd = 0; simd < 2; simd++) {
+        induct__simd_enable(simd);
+        st = 77;
+        bufs f;
+        bufs_init(&f, s, 2);
+        induct__attn_causal_forward(f.z, f.ld, f.att, f.q, f.ld, f.k, f.ld, f.v, f.ld, f.B, f.T,
+                                    f.H, f.dh, f.scratch, 2, INDUCT__ATTN_ALL);
+        for (int pl = 0; pl < 2; pl++) {
+            st = 77;
+            bufs a;
+            bufs_init(&a, s, 2);
+            for (int k = 0; k < 3 && plans[pl][k]; k++) {
+                induct__attn_causal_forward(a.z, a.ld, a.att, a.q, a.ld, a.k, a.ld, a.v, a.ld,
+                                            a.B, a.T, a.H, a.dh, a.scratch, 2, plans[pl][k]);
+                if (plans[pl][k] != INDUCT__ATTN_SCORES) continue;
+                /* the stored scores: q.k / sqrt(d_head) on and below the diagonal */
+                for (size_t p = 0; p < a.T; p++)
+                    for (size_t t = 0; t < a.T; t++) {
+                        float sc = a.att[p * a.T + t]; /* batch 0, head 0 */
+                        if (t > p) {
+                            ck_assert(isinf(sc) && sc < 0);
+                            continue;
+                        }
+                        double ref = 0.0;
+                        for (size_t j = 0; j < a.dh; j++)
+                            ref += (double)a.q[p * a.ld + j] * a.k[t * a.ld + j];
+                        ref /= sqrt((double)a.dh);
+                        ck_assert_msg(fabs(sc - ref) <= 1e-5 * (1.0 + fabs(ref)),
+                                      "score (%zu, %zu): %g vs %g", p, t, sc, ref);
+                    }
+            }
+            ck_assert(memcmp(a.att, f.att, a.B * a.H * a.T * a.T * sizeof(float)) == 0);
+            ck_assert(memcmp(a.z, f.z, a.N * a.ld * sizeof(float)) == 0);
+            bufs_free(&a);
+        }
+        bufs_free(&f);
+    }
+    induct__simd_enable(1);
 }
 END_TEST
 
@@ -612,6 +660,7 @@ Suite *fused_suite(void) {
     tcase_add_test(tc, test_expf);
     tcase_add_loop_test(tc, test_attention_vs_reference, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
+    tcase_add_loop_test(tc, test_attention_stages_bitwise, 0, N_SHAPES);
     tcase_add_test(tc, test_xent_lse);
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_colsum);

@@ -445,6 +445,161 @@ INDUCT_API int induct_model_backward(induct_model *model, const int32_t *tokens,
 INDUCT_API int induct_model_attention(induct_model *model, const int32_t *tokens, uint32_t seq_len,
                                       float *out, size_t out_cap, size_t *out_len);
 
+/** @name Hook points: named activations of one forward pass
+ *
+ * Every forward pass passes named points where an activation can be read or
+ * overwritten, named as in TransformerLens (HookedTransformer). Shapes use B = batch,
+ * T = seq_len (pos or query), K = seq_len (key), H = n_heads, E = d_head,
+ * D = d_model, M = d_mlp; all are float32, row-major, contiguous.
+ *
+ * | point                              | shape          | exists when                |
+ * |------------------------------------|----------------|----------------------------|
+ * | `hook_embed`                       | [B, T, D]      | always (W_E[token])        |
+ * | `hook_pos_embed`                   | [B, T, D]      | standard positions (W_pos[p]) |
+ * | `blocks.{l}.hook_resid_pre`        | [B, T, D]      | always                     |
+ * | `blocks.{l}.ln1.hook_normalized`   | [B, T, D]      | LayerNorm models           |
+ * | `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, E] | always (after the biases) |
+ * | `blocks.{l}.attn.hook_k_smeared`   | [B, T, H, E]   | smeared keys (not in TransformerLens) |
+ * | `blocks.{l}.attn.hook_attn_scores` | [B, H, T, K]   | always, computed when hooked |
+ * | `blocks.{l}.attn.hook_pattern`     | [B, H, T, K]   | always                     |
+ * | `blocks.{l}.attn.hook_z`           | [B, T, H, E]   | always                     |
+ * | `blocks.{l}.attn.hook_result`      | [B, T, H, D]   | always, computed when hooked |
+ * | `blocks.{l}.hook_attn_out`         | [B, T, D]      | always                     |
+ * | `blocks.{l}.hook_resid_mid`        | [B, T, D]      | MLP models                 |
+ * | `blocks.{l}.ln2.hook_normalized`   | [B, T, D]      | MLP models with LayerNorm  |
+ * | `blocks.{l}.mlp.hook_pre`, `hook_post` | [B, T, M]  | MLP models                 |
+ * | `blocks.{l}.hook_resid_post`       | [B, T, D]      | always                     |
+ * | `ln_final.hook_normalized`         | [B, T, D]      | LayerNorm models           |
+ *
+ * Meanings (TransformerLens conventions): `hook_normalized` is the LayerNorm's
+ * `(x − mean) / sqrt(var + 1e-5)` before its gain and bias; `hook_k` is the key
+ * projection and, with smeared keys, `hook_k_smeared` the mixed key
+ * `k'_p = σ(α_h) k_p + (1 − σ(α_h)) k_{p−1}` (`k'_0 = k_0`) that the scores use;
+ * `hook_attn_scores` is `q·k / sqrt(d_head)` with −inf above the diagonal (key > query);
+ * `hook_pattern` its causal softmax (exact zeros above the diagonal); `hook_z` the
+ * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
+ * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
+ * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
+ * Shortformer models add W_pos to the query/key input only: they have no `hook_pos_embed`.
+ *
+ * A hook that writes changes what the rest of the pass computes from that point on.
+ * With no hook installed the pass is the plain forward pass (same bits, same speed);
+ * hooks on the scores or pattern, or that only read, leave every other activation
+ * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
+ * they run before the caller's at the same point.
+ * @{ */
+
+/**
+ * @brief A caller's hook: called with the activation at its point during a pass.
+ * @param user The `user` of its ::induct_hook.
+ * @param name The point's name, as given.
+ * @param activation The activation, `shape[0] × … × shape[ndim−1]` floats, valid during
+ *        the call only; may be changed in place (the rest of the pass uses it).
+ * @param shape The activation's dimensions (see the table above).
+ * @param ndim Number of dimensions (3 or 4).
+ * @return 0 to continue; any other value stops the pass, which then fails with
+ *         ::INDUCT_EINTERRUPTED.
+ */
+typedef int (*induct_hook_fn)(void *user, const char *name, float *activation,
+                              const uint32_t *shape, uint32_t ndim);
+
+/** One hook: a point name, the function, its user pointer. @since 0.1 */
+typedef struct induct_hook {
+    const char *name;  /**< A hook point name from the table, e.g. `blocks.1.attn.hook_pattern`. */
+    induct_hook_fn fn; /**< Called when the pass reaches the point. */
+    void *user;        /**< Passed to `fn`. */
+} induct_hook;
+
+/**
+ * @brief Shape of a hook point for a `[batch][seq_len]` input.
+ * @param model The model.
+ * @param name A hook point name (see the table).
+ * @param batch, seq_len The input's shape.
+ * @param[out] shape_out 4 entries: the dimensions, unused ones 0 (may be NULL).
+ * @param[out] ndim_out 3 or 4 (may be NULL).
+ * @param[out] numel_out The product of the dimensions (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model or name, unknown name);
+ *         ::INDUCT_ERANGE (a layer ≥ n_layers, or a point this model does not have);
+ *         ::INDUCT_ELIMIT (the element count overflows `size_t`).
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_model_hook_shape(const induct_model *model, const char *name,
+                                       uint32_t batch, uint32_t seq_len, uint32_t shape_out[4],
+                                       uint32_t *ndim_out, size_t *numel_out);
+
+/**
+ * @brief Name of the `index`-th hook point of this model, in the order a pass reaches
+ * them (the embeddings, each block's points, `ln_final`), NUL-terminated.
+ * @param model The model.
+ * @param index 0, 1, … until ::INDUCT_ERANGE.
+ * @param[out] out Buffer of `out_cap` bytes, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in bytes.
+ * @param[out] out_len Bytes needed, the NUL included (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ERANGE (index ≥ the number
+ *         of points); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, char *out,
+                                       size_t out_cap, size_t *out_len);
+
+/**
+ * @brief One forward pass with caller hooks that read or overwrite activations.
+ *
+ * Each hook runs when the pass reaches its point (hooks at the same point in list
+ * order, after the ablations in force); what it leaves in the activation is what the
+ * rest of the pass uses. Outputs as induct_model_forward() (one pass over the whole
+ * batch). Examples: zeroing a head's slice of `attn.hook_z` is zero ablation of that
+ * head; writing one run's activation into another's is activation patching (see
+ * docs/hooks.md).
+ *
+ * @param model The model (its workspace is written; the weights are only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch, seq_len As induct_model_forward().
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] logits_out, logits_cap, losses_out, losses_cap, mean_loss_out As
+ *             induct_model_forward().
+ * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
+ *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
+ *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
+ *         nonzero: the outputs are not written). Buffers are checked before the pass.
+ * @since 0.1 Uses the model's workspace: one thread per model; hooks run on the
+ *        calling thread.
+ */
+INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *tokens,
+                                           uint32_t batch, uint32_t seq_len,
+                                           const induct_hook *hooks, size_t n_hooks,
+                                           float *logits_out, size_t logits_cap,
+                                           float *losses_out, size_t losses_cap,
+                                           double *mean_loss_out);
+
+/**
+ * @brief One forward pass that copies the activations at `n` named points into caller
+ * buffers (a cache, as TransformerLens's run_with_cache).
+ *
+ * `bufs[i]` receives the activation at `names[i]` with the shape of the table
+ * (induct_model_hook_shape()). Copying does not change the pass: logits and every
+ * activation are bit-identical to induct_model_forward() on the same batch. The
+ * ablations in force apply.
+ * @param model The model.
+ * @param tokens, batch, seq_len As induct_model_forward().
+ * @param names `n` hook point names.
+ * @param bufs `n` buffers.
+ * @param caps `n` capacities in floats.
+ * @param n At most 4096 (0: a plain pass).
+ * @param[out] logits_out, logits_cap, mean_loss_out As induct_model_forward().
+ * @return as induct_model_forward(); ::INDUCT_EINVAL (NULL arrays with n > 0, unknown
+ *         name); ::INDUCT_ERANGE (a point this model does not have); ::INDUCT_EBUFSIZE
+ *         (a NULL or short buffer: checked before the pass, nothing is written).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *tokens,
+                                           uint32_t batch, uint32_t seq_len,
+                                           const char *const *names, float *const *bufs,
+                                           const size_t *caps, size_t n, float *logits_out,
+                                           size_t logits_cap, double *mean_loss_out);
+/** @} */
+
 /**
  * @brief Interrupt a long call on this model (training, evaluation, analysis) from any
  * thread. The call returns ::INDUCT_EINTERRUPTED at its next check and leaves the model

@@ -13,6 +13,7 @@ from ._errors import (ABIMismatch, ArgumentOutOfRange, BufferTooSmall, FormatErr
 from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassification,
                        LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
                        phase_window)
+from .hooks import ActivationCache, act_name
 from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
@@ -68,4 +69,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "read_tokens", "writ
            "Ablation", "LossVectors", "Attribution", "PCA", "PhaseWindow",
            "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
            "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
-           "status_message", "build_features", "last_error", "clear_error", "version_number"]
+           "status_message", "build_features", "last_error", "clear_error", "version_number",
+           "ActivationCache", "act_name"]

@@ -159,6 +159,13 @@ class Progress(ctypes.Structure):
 
 
 PROGRESS_FN = ctypes.CFUNCTYPE(c_int, POINTER(Progress), c_void_p)
+#: induct_hook_fn(user, name, activation, shape, ndim)
+HOOK_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, POINTER(c_float), POINTER(c_uint32),
+                           c_uint32)
+
+
+class Hook(ctypes.Structure):
+    _fields_ = [("name", c_char_p), ("fn", HOOK_FN), ("user", c_void_p)]
 
 
 # ---- analysis suite ----
@@ -277,6 +284,15 @@ FUNCTIONS = [
     ("induct_model_backward", [P, c_int32_p, c_uint32, c_uint32, c_double_p], c_int),
     ("induct_model_attention", [P, c_int32_p, c_uint32, c_float_p, c_size_t, c_size_t_p], c_int),
     ("induct_model_interrupt", [P], None),
+    ("induct_model_hook_shape", [P, c_char_p, c_uint32, c_uint32, c_uint32_p, c_uint32_p,
+                                 c_size_t_p], c_int),
+    ("induct_model_hook_point", [P, c_size_t, c_char_p, c_size_t, c_size_t_p], c_int),
+    ("induct_model_run_with_hooks", [P, c_int32_p, c_uint32, c_uint32, POINTER(Hook), c_size_t,
+                                     c_float_p, c_size_t, c_float_p, c_size_t, c_double_p],
+     c_int),
+    ("induct_model_run_with_cache", [P, c_int32_p, c_uint32, c_uint32, POINTER(c_char_p),
+                                     POINTER(c_float_p), c_size_t_p, c_size_t, c_float_p,
+                                     c_size_t, c_double_p], c_int),
     ("induct_rrt_config_init", [POINTER(RRTConfig), c_size_t], c_int),
     ("induct_dataset_new_rrt", [PP, POINTER(RRTConfig)], c_int),
     ("induct_dataset_new_tokens", [PP, c_int32_p, c_size_t, c_uint32, c_uint64], c_int),
@@ -511,6 +527,55 @@ def new_struct(cls):
     s = cls()
     s.size = ctypes.sizeof(cls)
     return s
+
+
+def hook_array(hooks):
+    """[(name, func(activation, name) -> int)] -> (ctypes array of induct_hook, keep-alive).
+    func gets a writable NumPy view of the activation; an exception is kept in
+    keep[0] and stops the pass (re-raise it after the call)."""
+    np = _arrays.np
+    err = [None]
+
+    def make(func):
+        def trampoline(_user, name, data, shape, ndim):
+            if err[0] is not None:
+                return 1
+            try:
+                view = np.ctypeslib.as_array(data, shape=tuple(shape[i] for i in range(ndim)))
+                func(view, name.decode())
+                return 0
+            except BaseException as e:  # noqa: B036 - re-raised after the C call
+                err[0] = e
+                return 1
+        return HOOK_FN(trampoline)
+
+    fns = [make(f) for _, f in hooks]
+    arr = (Hook * max(len(hooks), 1))()
+    names = [n.encode() for n, _ in hooks]
+    for i, (n, f) in enumerate(zip(names, fns)):
+        arr[i].name, arr[i].fn, arr[i].user = n, f, None
+    return arr, (err, fns, names)
+
+
+def name_array(names):
+    """A ctypes char* array of the encoded names (keep the result alive)."""
+    enc = [n.encode() for n in names]
+    return (c_char_p * max(len(enc), 1))(*enc)
+
+
+def pointer_array(buffers):
+    """A ctypes float* array of NumPy float32 buffers."""
+    return (c_float_p * max(len(buffers), 1))(*[b.ctypes.data_as(c_float_p) for b in buffers])
+
+
+def size_array(values):
+    """A ctypes size_t array."""
+    return (c_size_t * max(len(values), 1))(*values)
+
+
+def string_buffer(n):
+    """A writable char buffer of n bytes (for a C `char *out`)."""
+    return ctypes.create_string_buffer(n)
 
 
 def progress_callback(func, raised):

@@ -13,6 +13,7 @@ from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTC
     check_int, new_struct, progress_callback, value
 from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
 from .analysis import ModelAnalysis, _probe_config
+from .hooks import ModelHooks
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -96,7 +97,7 @@ class _Handle:
 
 
 
-class Model(_Handle, ModelAnalysis):
+class Model(_Handle, ModelAnalysis, ModelHooks):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
@@ -224,14 +225,18 @@ class Model(_Handle, ModelAnalysis):
         return out
 
     def forward(self, tokens, logits=True):
-        """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean)."""
+        """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean).
+        Inside `with model.hooks(...)` the hooks run (see induct.hooks)."""
         toks, B, T = _arrays.tokens_in(tokens)
         V = self.config["d_vocab"]
         lg = _arrays.buffer(B * T * V) if logits else None
         ls = _arrays.buffer(B * (T - 1) if T > 1 else 1)
         mean = Out("double")
-        call("induct_model_forward", self, toks, B, T, lg, B * T * V if logits else 0,
-             ls, B * (T - 1) if T > 1 else 0, mean)
+        if getattr(self, "_fwd_hooks", None):  # inside `with model.hooks(...)`
+            self._forward_hooked(toks, B, T, lg, ls, mean)
+        else:
+            call("induct_model_forward", self, toks, B, T, lg, B * T * V if logits else 0,
+                 ls, B * (T - 1) if T > 1 else 0, mean)
         return (_arrays.shaped(lg, (B, T, V)) if logits else None,
                 _arrays.shaped(ls, (B, T - 1)), mean.value)
 

@@ -4,7 +4,10 @@ The reference below is written from the TransformerLens conventions (module name
 parameter shapes, row-vector `x @ W`, einsum per head, gelu_new) and the definitions of
 /work/shared/DEFINITIONS.md (shortformer positions, smeared keys), independently of the
 C code. load_state_dict(strict=True) checks that every name and shape matches; the
-logits of the two implementations must then agree."""
+logits of the two implementations must then agree.
+
+The reference also passes TransformerLens's hook points: forward(tokens, hooks) calls
+hooks[name](x) -> x at each point (test_hooks.py compares every activation and patches)."""
 import math
 
 import numpy as np
@@ -22,9 +25,12 @@ class LayerNorm(nn.Module):
         self.w = nn.Parameter(torch.ones(d, dtype=torch.float64))
         self.b = nn.Parameter(torch.zeros(d, dtype=torch.float64))
 
-    def forward(self, x):
+    def forward(self, x, hp=None, name=""):
         x = x - x.mean(-1, keepdim=True)
-        return x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * self.w + self.b
+        x = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5)
+        if hp:
+            x = hp(name + "hook_normalized", x)
+        return x * self.w + self.b
 
 
 class Attention(nn.Module):
@@ -40,19 +46,22 @@ class Attention(nn.Module):
         if self.smeared:
             self.smear_alpha = p(H)
 
-    def forward(self, x, qk_in):
-        q = torch.einsum("bpd,hde->bphe", qk_in, self.W_Q) + self.b_Q
-        k = torch.einsum("bpd,hde->bphe", qk_in, self.W_K) + self.b_K
-        v = torch.einsum("bpd,hde->bphe", x, self.W_V) + self.b_V
+    def forward(self, x, qk_in, hp=lambda name, t: t, pre=""):
+        q = hp(pre + "hook_q", torch.einsum("bpd,hde->bphe", qk_in, self.W_Q) + self.b_Q)
+        k = hp(pre + "hook_k", torch.einsum("bpd,hde->bphe", qk_in, self.W_K) + self.b_K)
+        v = hp(pre + "hook_v", torch.einsum("bpd,hde->bphe", x, self.W_V) + self.b_V)
         if self.smeared:  # k'_j = s k_j + (1 - s) k_{j-1} with the raw previous key, k'_0 = k_0
             s = torch.sigmoid(self.smear_alpha)[None, None, :, None]
             k = torch.cat([k[:, :1], s * k[:, 1:] + (1 - s) * k[:, :-1]], dim=1)
+            k = hp(pre + "hook_k_smeared", k)
         scores = torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(q.shape[-1])
         T = x.shape[1]
         mask = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
-        pattern = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-        z = torch.einsum("bhqk,bkhe->bqhe", pattern, v)
-        return torch.einsum("bqhe,hed->bqd", z, self.W_O) + self.b_O
+        scores = hp(pre + "hook_attn_scores", scores.masked_fill(mask, float("-inf")))
+        pattern = hp(pre + "hook_pattern", torch.softmax(scores, dim=-1))
+        z = hp(pre + "hook_z", torch.einsum("bhqk,bkhe->bqhe", pattern, v))
+        result = hp(pre + "hook_result", torch.einsum("bqhe,hed->bqhd", z, self.W_O))
+        return result.sum(2) + self.b_O
 
 
 class MLP(nn.Module):
@@ -64,10 +73,10 @@ class MLP(nn.Module):
         self.W_out = nn.Parameter(torch.zeros(M, D, dtype=torch.float64))
         self.b_out = nn.Parameter(torch.zeros(D, dtype=torch.float64))
 
-    def forward(self, x):
-        h = x @ self.W_in + self.b_in
+    def forward(self, x, hp=lambda name, t: t, pre=""):
+        h = hp(pre + "hook_pre", x @ self.W_in + self.b_in)
         h = 0.5 * h * (1 + torch.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h ** 3)))
-        return h @ self.W_out + self.b_out
+        return hp(pre + "hook_post", h) @ self.W_out + self.b_out
 
 
 class Block(nn.Module):
@@ -119,19 +128,29 @@ class TinyHookedTransformer(nn.Module):
             self.ln_final = LayerNorm(c["d_model"])
         self.unembed = Unembed(c["d_model"], c["d_vocab"])
 
-    def forward(self, tokens):
-        T = tokens.shape[1]
-        x = self.embed.W_E[tokens]
+    def forward(self, tokens, hooks=None):
+        """Logits; hooks (may be None): {hook point name: fn(tensor) -> tensor}."""
+        hooks = hooks or {}
+
+        def hp(name, t):
+            return hooks[name](t) if name in hooks else t
+        B, T = tokens.shape
+        x = hp("hook_embed", self.embed.W_E[tokens])
         if self.pos == "standard":
-            x = x + self.pos_embed.W_pos[:T]
-        for blk in self.blocks:
-            h = blk.ln1(x) if hasattr(blk, "ln1") else x
+            x = x + hp("hook_pos_embed", self.pos_embed.W_pos[:T].expand(B, T, -1))
+        for i, blk in enumerate(self.blocks):
+            pre = f"blocks.{i}."
+            x = hp(pre + "hook_resid_pre", x)
+            h = blk.ln1(x, hp, pre + "ln1.") if hasattr(blk, "ln1") else x
             qk_in = h + self.pos_embed.W_pos[:T] if self.pos == "shortformer" else h
-            x = x + blk.attn(h, qk_in)
+            x = x + hp(pre + "hook_attn_out", blk.attn(h, qk_in, hp, pre + "attn."))
             if hasattr(blk, "mlp"):
-                x = x + blk.mlp(blk.ln2(x) if hasattr(blk, "ln2") else x)
+                x = hp(pre + "hook_resid_mid", x)
+                h2 = blk.ln2(x, hp, pre + "ln2.") if hasattr(blk, "ln2") else x
+                x = x + blk.mlp(h2, hp, pre + "mlp.")
+            x = hp(pre + "hook_resid_post", x)
         if hasattr(self, "ln_final"):
-            x = self.ln_final(x)
+            x = self.ln_final(x, hp, "ln_final.")
         return x @ self.unembed.W_U + self.unembed.b_U
 
 

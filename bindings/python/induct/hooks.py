@@ -1,0 +1,152 @@
+"""Hook points in the style of TransformerLens: run_with_cache() and hooks().
+
+Every forward pass passes named activations (`hook_embed`, `blocks.1.attn.hook_pattern`,
+...; the table with shapes is in docs/hooks.md). `Model.run_with_cache(tokens)` returns
+the logits and an ActivationCache indexed like TransformerLens's (`cache["pattern", 1]`,
+`cache["blocks.0.attn.hook_z"]`); `with model.hooks([(name, fn), ...]):` makes
+`model.forward()` call `fn(activation, name)` with a writable NumPy view at each point
+(return an array to replace the activation, or change the view in place).
+Needs NumPy. The methods live in ModelHooks, a base class of induct.Model."""
+import contextlib
+
+from . import _arrays
+from ._capi import Out, call, hook_array, name_array, pointer_array, size_array, string_buffer
+from ._errors import BufferTooSmall
+
+_ATTN = ("k", "v", "q", "z", "result", "pattern", "attn_scores", "k_smeared")
+_MLP = ("pre", "post")
+_ALIAS = {"attn": "pattern", "attn_logits": "attn_scores", "key": "k", "query": "q",
+          "value": "v", "mlp_pre": "pre", "mlp_post": "post"}
+_LAYER_TYPE = {"a": "attn", "m": "mlp", "b": "", "block": "", "blocks": "",
+               "attention": "attn"}
+
+
+def act_name(name, layer=None, layer_type=None):
+    """The full hook point name, as TransformerLens's utils.get_act_name:
+    act_name("pattern", 1) == "blocks.1.attn.hook_pattern",
+    act_name("resid_pre", 0) == "blocks.0.hook_resid_pre",
+    act_name("normalized", 1, "ln2") == "blocks.1.ln2.hook_normalized",
+    act_name("normalized") == "ln_final.hook_normalized"; a full name is returned as is."""
+    if ("." in name or name.startswith("hook_")) and layer is None and layer_type is None:
+        return name
+    name = _ALIAS.get(name, name)
+    full = f"blocks.{layer}." if layer is not None else ""
+    if name in _ATTN:
+        layer_type = "attn"
+    elif name in _MLP:
+        layer_type = "mlp"
+    elif layer_type in _LAYER_TYPE:
+        layer_type = _LAYER_TYPE[layer_type]
+    if layer_type:
+        full += f"{layer_type}."
+    full += f"hook_{name}"
+    if name == "normalized" and layer is None:
+        full = f"ln_final.{full}"
+    return full
+
+
+def _key(key):
+    if isinstance(key, tuple):
+        return act_name(*key)
+    return act_name(key)
+
+
+class ActivationCache(dict):
+    """Activations by full hook point name (NumPy arrays, shapes as in docs/hooks.md).
+    Indexing also takes TransformerLens's short forms: cache["pattern", 1],
+    cache["normalized", 0, "ln1"], cache["embed"]."""
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self, _key(key))
+
+    def __contains__(self, key):
+        return dict.__contains__(self, _key(key))
+
+
+def _numpy():
+    if _arrays.np is None:
+        raise RuntimeError("hooks and caches need NumPy")
+    return _arrays.np
+
+
+class ModelHooks:
+    """Hook-point methods of induct.Model."""
+
+    def hook_points(self):
+        """Every hook point name of this model, in the order a pass reaches them."""
+        names = []
+        while True:
+            n = Out("size")
+            try:
+                call("induct_model_hook_point", self, len(names), None, 0, n)
+            except IndexError:  # past the last point
+                return names
+            except BufferTooSmall:  # the length is in n
+                pass
+            buf = string_buffer(n.value)
+            call("induct_model_hook_point", self, len(names), buf, n.value, Out("size"))
+            names.append(buf.value.decode())
+
+    def hook_shape(self, name, batch, seq_len):
+        """Shape of hook point `name` for a [batch, seq_len] input."""
+        shape = _arrays.buffer(4, "I")
+        nd = Out("uint32")
+        call("induct_model_hook_shape", self, _key(name).encode(), batch, seq_len, shape, nd,
+             Out("size"))
+        return tuple(int(shape[i]) for i in range(nd.value))
+
+    def run_with_cache(self, tokens, names=None):
+        """One forward pass; returns (logits [B, T, V], ActivationCache). `names`: None
+        (every point), a list of names (or TransformerLens (name, layer) tuples), or a
+        predicate on the full name. The ablations in force apply; the logits are those
+        of forward()."""
+        np = _numpy()
+        toks, B, T = _arrays.tokens_in(tokens)
+        if names is None or callable(names):
+            keep = names
+            names = [n for n in self.hook_points() if keep is None or keep(n)]
+        else:
+            names = [_key(n) for n in names]
+        bufs = [np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names]
+        V = self.config["d_vocab"]
+        logits = np.zeros((B, T, V), dtype=np.float32)
+        c_names = name_array(names)
+        call("induct_model_run_with_cache", self, toks, B, T, c_names, pointer_array(bufs),
+             size_array([b.size for b in bufs]), len(names), logits.ravel(), logits.size,
+             Out("double"))
+        return logits, ActivationCache(zip(names, bufs))
+
+    @contextlib.contextmanager
+    def hooks(self, fwd_hooks):
+        """Within the block, forward() runs with these hooks: a list of (name, fn) with
+        fn(activation, name) -> None or an array. `activation` is a writable float32
+        NumPy view valid during the call; change it in place or return a replacement.
+        Nested blocks add their hooks after the outer ones."""
+        _numpy()
+        added = [(_key(n), f) for n, f in fwd_hooks]
+        old = getattr(self, "_fwd_hooks", [])
+        self._fwd_hooks = old + added
+        try:
+            yield self
+        finally:
+            self._fwd_hooks = old
+
+    def _forward_hooked(self, toks, B, T, lg, ls, mean):
+        """forward() with the hooks of the enclosing hooks() blocks."""
+        np = _numpy()
+
+        def wrap(f):
+            def fn(act, name):
+                r = f(act, name)
+                if r is not None:
+                    act[...] = np.asarray(r, dtype=np.float32).reshape(act.shape)
+            return fn
+        arr, keep = hook_array([(n, wrap(f)) for n, f in self._fwd_hooks])
+        V = self.config["d_vocab"]
+        try:
+            call("induct_model_run_with_hooks", self, toks, B, T, arr, len(self._fwd_hooks),
+                 lg, B * T * V if lg is not None else 0, ls, B * (T - 1) if T > 1 else 0, mean)
+        except Exception:
+            if keep[0][0] is not None:
+                raise keep[0][0] from None
+            raise

@@ -1,0 +1,214 @@
+"""Hook points against the independent PyTorch float64 model of test_torch_tl.py, which
+passes the same TransformerLens hook names: every cached activation, and interventions
+(activation patching, score and pattern writes) done the same way in both."""
+import numpy as np
+import pytest
+import torch
+
+import induct
+from test_torch_tl import TinyHookedTransformer
+
+MODELS = {
+    # 2 layers, MLP, LayerNorm, standard positions
+    "mlp_ln": dict(n_layers=2, d_model=24, n_heads=3, d_mlp=40, layer_norm=1, n_ctx=16,
+                   d_vocab=13, positional="standard"),
+    # 1 layer, attention only, smeared keys
+    "smeared": dict(n_layers=1, d_model=16, n_heads=2, d_mlp=0, layer_norm=0, n_ctx=16,
+                    d_vocab=11, positional="standard", smeared_keys=1,
+                    smear_alpha_init=0.4),
+}
+
+
+def trained(kind):
+    """A model a few steps into training (biases, gains and alphas off their init) and
+    the PyTorch reference loaded with its weights."""
+    c = MODELS[kind]
+    m = induct.Model(seed=3, init_std=0.3, **c)
+    d = induct.Dataset.rrt(d_vocab=c["d_vocab"], min_block=3, seed=2)
+    o = induct.Optimizer(m, lr=3e-2)
+    for _ in range(3):
+        o.train_step(d, 4, 16)
+    ref = TinyHookedTransformer(m.config)
+    ref.load_state_dict({k: t.double() for k, t in m.weights(torch=True).items()}, strict=True)
+    toks = np.array(d.batch(0, 3, 12, split="eval")[0])
+    return m, ref, toks
+
+
+def torch_cache(ref, toks, patch=None):
+    """Logits and every activation of the reference; `patch` {name: fn} edits them."""
+    cache = {}
+
+    def recorder(name):
+        def fn(t):
+            if patch and name in patch:
+                t = patch[name](t)
+            cache[name] = t.detach().clone()
+            return t
+        return fn
+    names = [n for n in ALL_NAMES(ref)]
+    with torch.no_grad():
+        logits = ref(torch.from_numpy(toks.astype(np.int64)), {n: recorder(n) for n in names})
+    return logits.numpy(), cache
+
+
+def ALL_NAMES(ref):
+    """Every name the reference offers (it ignores names it never passes)."""
+    c = ref.c
+    names = ["hook_embed", "hook_pos_embed", "ln_final.hook_normalized"]
+    per = ["hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
+           "attn.hook_v", "attn.hook_k_smeared", "attn.hook_attn_scores", "attn.hook_pattern",
+           "attn.hook_z", "attn.hook_result", "hook_attn_out", "hook_resid_mid",
+           "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_resid_post"]
+    return names + [f"blocks.{l}.{p}" for l in range(c["n_layers"]) for p in per]
+
+
+def close(a, r, name):
+    """1e-5 relative to the activation's scale (the largest magnitude); -inf where the
+    reference has -inf (masked scores)."""
+    r = np.asarray(r)
+    assert a.shape == r.shape, (name, a.shape, r.shape)
+    fin = np.isfinite(r)
+    assert np.array_equal(np.isfinite(a), fin), name
+    assert np.all(a[~fin] == r[~fin]), name
+    scale = np.abs(r[fin]).max()
+    err = np.abs(a[fin] - r[fin]).max()
+    assert err <= 1e-5 * scale, f"{name}: max error {err:.3g}, scale {scale:.3g}"
+
+
+@pytest.mark.parametrize("kind", sorted(MODELS))
+def test_every_cached_activation_matches_pytorch(kind):
+    m, ref, toks = trained(kind)
+    logits, cache = m.run_with_cache(toks)
+    ref_logits, ref_cache = torch_cache(ref, toks)
+    # the library offers exactly the points the reference passes, in pass order
+    assert list(cache) == m.hook_points()
+    assert set(cache) == set(ref_cache), set(cache) ^ set(ref_cache)
+    for name, act in cache.items():
+        close(act, ref_cache[name].numpy(), name)
+    close(logits, ref_logits, "logits")
+    # caching does not change the pass: the logits are forward()'s, bit for bit
+    assert np.array_equal(logits, m.forward(toks)[0])
+    # TransformerLens's short keys
+    assert cache["pattern", 0] is cache["blocks.0.attn.hook_pattern"]
+    assert cache["embed"] is cache["hook_embed"]
+    assert cache["blocks.0.attn.hook_z"].shape == (3, 12, m.config["n_heads"],
+                                                   m.config["d_head"])
+    assert cache["pattern", 0].shape == (3, m.config["n_heads"], 12, 12)
+
+
+def test_cache_names_and_shapes():
+    m, _, toks = trained("mlp_ln")
+    _, cache = m.run_with_cache(toks, names=[("pattern", 1), "blocks.0.mlp.hook_post"])
+    assert list(cache) == ["blocks.1.attn.hook_pattern", "blocks.0.mlp.hook_post"]
+    assert cache["blocks.0.mlp.hook_post"].shape == (3, 12, 40)
+    _, cache = m.run_with_cache(toks, names=lambda n: n.endswith("hook_result"))
+    assert list(cache) == ["blocks.0.attn.hook_result", "blocks.1.attn.hook_result"]
+    assert induct.act_name("normalized", 1, "ln2") == "blocks.1.ln2.hook_normalized"
+    assert induct.act_name("normalized") == "ln_final.hook_normalized"
+    assert induct.act_name("resid_pre", 0) == "blocks.0.hook_resid_pre"
+    assert m.hook_shape("blocks.1.attn.hook_result", 2, 5) == (2, 5, 3, 24)  # d_model
+    assert m.hook_shape(("q", 0), 2, 5) == (2, 5, 3, 8)  # d_head
+    with pytest.raises(induct.InvalidArgument, match="unknown hook point"):
+        m.run_with_cache(toks, names=["blocks.0.attn.hook_nothing"])
+    with pytest.raises(induct.OutOfRange, match="2 layers"):
+        m.run_with_cache(toks, names=["blocks.2.hook_resid_pre"])
+    s, _, _ = trained("smeared")
+    with pytest.raises(induct.OutOfRange, match="does not exist"):
+        s.run_with_cache(toks, names=["blocks.0.hook_resid_mid"])
+
+
+def test_activation_patching_matches_pytorch():
+    """The worked example of docs/hooks.md: the clean run's hook_z of one head written
+    into the corrupted run (all positions from 4 on) gives the logits PyTorch gives for
+    the same patch."""
+    m, ref, clean = trained("mlp_ln")
+    corrupted = clean.copy()
+    corrupted[:, 2] = (corrupted[:, 2] + 5) % m.config["d_vocab"]
+    name, head = "blocks.1.attn.hook_z", 2
+    _, cache = m.run_with_cache(clean, names=[name])
+    clean_z = cache[name]
+
+    def patch(z, _name):
+        z[:, 4:, head] = clean_z[:, 4:, head]
+    with m.hooks([(name, patch)]):
+        patched = m.forward(corrupted)[0]
+    unpatched = m.forward(corrupted)[0]
+    assert not np.allclose(patched, unpatched, atol=1e-3)  # the patch matters
+
+    ref_clean = torch_cache(ref, clean)[1][name]
+
+    def tpatch(z):
+        z = z.clone()
+        z[:, 4:, head] = ref_clean[:, 4:, head]
+        return z
+    ref_patched, _ = torch_cache(ref, corrupted, {name: tpatch})
+    close(patched, ref_patched, "patched logits")
+
+
+def test_score_and_pattern_writes_match_pytorch():
+    """A write to the scores (a head may only see the first token and itself) and to
+    the resid stream (returned replacement array)."""
+    m, ref, toks = trained("smeared")
+    T = toks.shape[1]
+    keep = np.zeros((T, T), dtype=bool)
+    keep[:, 0] = True
+    keep[np.arange(T), np.arange(T)] = True
+
+    def scores(s, _name):
+        s[:, 1][:, ~keep] = -np.inf
+
+    def resid(x, _name):
+        return x * 0.5
+    with m.hooks([("blocks.0.attn.hook_attn_scores", scores),
+                  ("blocks.0.hook_resid_pre", resid)]):
+        logits, _, _ = m.forward(toks)
+        _, cache = m.run_with_cache(toks, names=[("pattern", 0)])
+
+    def tscores(s):
+        s = s.clone()
+        s[:, 1][:, torch.from_numpy(~keep)] = float("-inf")
+        return s
+    ref_logits, ref_cache = torch_cache(ref, toks, {"blocks.0.attn.hook_attn_scores": tscores,
+                                                    "blocks.0.hook_resid_pre": lambda x: x * .5})
+    close(logits, ref_logits, "logits")
+    # run_with_cache outside the hooks: the hooks are gone
+    assert not np.allclose(cache["pattern", 0][:, 1][:, ~keep], 0.0)
+
+
+def test_own_pattern_written_back_is_bit_identical():
+    for kind in MODELS:
+        m, _, toks = trained(kind)
+        L = m.config["n_layers"]
+
+        def same(p, _name):
+            p[:, 1] = p[:, 1].copy()
+        with m.hooks([(f"blocks.{L - 1}.attn.hook_pattern", same)]):
+            hooked = m.forward(toks)
+        plain = m.forward(toks)
+        assert np.array_equal(hooked[0], plain[0]) and hooked[2] == plain[2]
+
+
+def test_zeroed_z_equals_zero_ablation():
+    m, _, toks = trained("mlp_ln")
+
+    def zero(z, _name):
+        z[:, :, 1] = 0.0
+    with m.hooks([("blocks.0.attn.hook_z", zero)]):
+        hooked = m.forward(toks)[0]
+    with m.ablate([(0, 1)], mode="zero"):
+        ablated = m.forward(toks)[0]
+    assert np.array_equal(hooked, ablated)
+    assert not np.array_equal(hooked, m.forward(toks)[0])
+
+
+def test_hook_exception_stops_the_pass():
+    m, _, toks = trained("smeared")
+
+    def boom(_x, _name):
+        raise KeyError("from the hook")
+    with pytest.raises(KeyError, match="from the hook"):
+        with m.hooks([("hook_embed", boom)]):
+            m.forward(toks)
+    with pytest.raises(induct.InvalidArgument, match="unknown hook point"):
+        with m.hooks([("hook_nothing", boom)]):
+            m.forward(toks)

@@ -1,0 +1,283 @@
+/* Hook points: the names (TransformerLens's), their shapes and when they exist, and the
+ * public calls that run a pass with caller hooks or copy activations out (a cache).
+ * The pass itself (forward.c) fires the hooks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "induct_internal.h"
+
+/* Dimensions of a point, as codes: B batch, T pos (query), K key, H head, E d_head,
+ * D d_model, M d_mlp. */
+typedef struct point_def {
+    const char *name; /* after "blocks.{l}." for per-layer points */
+    int per_layer;
+    const char *dims;
+} point_def;
+
+static const point_def POINTS[INDUCT__HP_COUNT] = {
+    [INDUCT__HP_EMBED] = {"hook_embed", 0, "BTD"},
+    [INDUCT__HP_POS_EMBED] = {"hook_pos_embed", 0, "BTD"},
+    [INDUCT__HP_RESID_PRE] = {"hook_resid_pre", 1, "BTD"},
+    [INDUCT__HP_LN1] = {"ln1.hook_normalized", 1, "BTD"},
+    [INDUCT__HP_Q] = {"attn.hook_q", 1, "BTHE"},
+    [INDUCT__HP_K] = {"attn.hook_k", 1, "BTHE"},
+    [INDUCT__HP_V] = {"attn.hook_v", 1, "BTHE"},
+    [INDUCT__HP_K_SMEARED] = {"attn.hook_k_smeared", 1, "BTHE"},
+    [INDUCT__HP_SCORES] = {"attn.hook_attn_scores", 1, "BHTK"},
+    [INDUCT__HP_PATTERN] = {"attn.hook_pattern", 1, "BHTK"},
+    [INDUCT__HP_Z] = {"attn.hook_z", 1, "BTHE"},
+    [INDUCT__HP_RESULT] = {"attn.hook_result", 1, "BTHD"},
+    [INDUCT__HP_ATTN_OUT] = {"hook_attn_out", 1, "BTD"},
+    [INDUCT__HP_RESID_MID] = {"hook_resid_mid", 1, "BTD"},
+    [INDUCT__HP_LN2] = {"ln2.hook_normalized", 1, "BTD"},
+    [INDUCT__HP_MLP_PRE] = {"mlp.hook_pre", 1, "BTM"},
+    [INDUCT__HP_MLP_POST] = {"mlp.hook_post", 1, "BTM"},
+    [INDUCT__HP_RESID_POST] = {"hook_resid_post", 1, "BTD"},
+    [INDUCT__HP_LNF] = {"ln_final.hook_normalized", 0, "BTD"},
+};
+
+/* Does the point exist in this model? */
+static int point_exists(const induct_model_config *c, uint32_t point) {
+    switch (point) {
+    case INDUCT__HP_POS_EMBED: return c->positional == INDUCT_POS_STANDARD;
+    case INDUCT__HP_LN1:
+    case INDUCT__HP_LNF: return c->layer_norm != 0;
+    case INDUCT__HP_K_SMEARED: return c->smeared_keys != 0;
+    case INDUCT__HP_RESID_MID:
+    case INDUCT__HP_MLP_PRE:
+    case INDUCT__HP_MLP_POST: return c->d_mlp != 0;
+    case INDUCT__HP_LN2: return c->d_mlp != 0 && c->layer_norm != 0;
+    default: return point < INDUCT__HP_COUNT;
+    }
+}
+
+uint32_t induct__hook_shape(const induct_model *m, uint32_t point, uint32_t B, uint32_t T,
+                            uint32_t shape[4]) {
+    const induct_model_config *c = &m->cfg;
+    if (!point_exists(c, point)) return 0;
+    const char *d = POINTS[point].dims;
+    uint32_t n = 0;
+    for (; d[n]; n++) {
+        switch (d[n]) {
+        case 'B': shape[n] = B; break;
+        case 'T':
+        case 'K': shape[n] = T; break;
+        case 'H': shape[n] = c->n_heads; break;
+        case 'E': shape[n] = c->d_head; break;
+        case 'D': shape[n] = c->d_model; break;
+        default: shape[n] = c->d_mlp; break;
+        }
+    }
+    return n;
+}
+
+int induct__hook_parse(const induct_model *m, const char *name, uint32_t *point,
+                       uint32_t *layer) {
+    INDUCT_FAIL_IF(!name, INDUCT_EINVAL, "hook point name is NULL");
+    const char *rest = name;
+    unsigned long l = 0;
+    int per_layer = !strncmp(name, "blocks.", 7);
+    if (per_layer) {
+        char *end;
+        const char *digits = name + 7;
+        INDUCT_FAIL_IF(*digits < '0' || *digits > '9', INDUCT_EINVAL,
+                       "hook point '%s': expected blocks.<layer>.<point>", name);
+        l = strtoul(digits, &end, 10);
+        INDUCT_FAIL_IF(*end != '.', INDUCT_EINVAL,
+                       "hook point '%s': expected blocks.<layer>.<point>", name);
+        rest = end + 1;
+    }
+    for (uint32_t p = 0; p < INDUCT__HP_COUNT; p++) {
+        if (POINTS[p].per_layer != per_layer || strcmp(POINTS[p].name, rest)) continue;
+        INDUCT_FAIL_IF(per_layer && l >= m->cfg.n_layers, INDUCT_ERANGE,
+                       "hook point '%s': the model has %u layers", name, m->cfg.n_layers);
+        INDUCT_FAIL_IF(!point_exists(&m->cfg, p), INDUCT_ERANGE,
+                       "hook point '%s' does not exist in this model (see the hook point "
+                       "table for when each point exists)",
+                       name);
+        *point = p;
+        *layer = (uint32_t)l;
+        return INDUCT_OK;
+    }
+    return induct__fail(INDUCT_EINVAL, "unknown hook point '%s'", name);
+}
+
+/* ---- public -------------------------------------------------------------------------- */
+
+INDUCT_API int induct_model_hook_shape(const induct_model *m, const char *name, uint32_t batch,
+                                       uint32_t seq_len, uint32_t shape_out[4],
+                                       uint32_t *ndim_out, size_t *numel_out) {
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_hook_shape: model is NULL");
+    uint32_t point, layer, shape[4];
+    INDUCT_TRY(induct__hook_parse(m, name, &point, &layer));
+    uint32_t n = induct__hook_shape(m, point, batch, seq_len, shape);
+    size_t numel = 1;
+    for (uint32_t i = 0; i < n; i++)
+        INDUCT_FAIL_IF(!induct__mul(numel, shape[i], &numel), INDUCT_ELIMIT,
+                       "induct_model_hook_shape: '%s' for batch %u x seq_len %u overflows "
+                       "size_t",
+                       name, batch, seq_len);
+    if (shape_out) {
+        memset(shape_out, 0, 4 * sizeof *shape_out);
+        memcpy(shape_out, shape, n * sizeof *shape);
+    }
+    if (ndim_out) *ndim_out = n;
+    if (numel_out) *numel_out = numel;
+    return INDUCT_OK;
+}
+
+/* The index-th point in pass order (the embeddings, each block's points, ln_final):
+ * 1 and (point, layer), or 0 and the number of points in *count. */
+static int nth_point(const induct_model *m, size_t index, uint32_t *point, uint32_t *layer,
+                     size_t *count) {
+    size_t k = 0;
+    for (uint32_t l = 0; l <= m->cfg.n_layers + 1; l++)
+        for (uint32_t p = 0; p < INDUCT__HP_COUNT; p++) {
+            /* l = 0: the points before the blocks; then blocks l - 1; then after them */
+            int here = l == 0 ? !POINTS[p].per_layer && p != INDUCT__HP_LNF
+                              : l <= m->cfg.n_layers ? POINTS[p].per_layer : p == INDUCT__HP_LNF;
+            if (!here || !point_exists(&m->cfg, p) || k++ != index) continue;
+            *point = p;
+            *layer = l >= 1 && l <= m->cfg.n_layers ? l - 1 : 0;
+            return 1;
+        }
+    *count = k;
+    return 0;
+}
+
+INDUCT_API int induct_model_hook_point(const induct_model *m, size_t index, char *out,
+                                       size_t out_cap, size_t *out_len) {
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_hook_point: model is NULL");
+    uint32_t p, l;
+    size_t count = 0;
+    INDUCT_FAIL_IF(!nth_point(m, index, &p, &l, &count), INDUCT_ERANGE,
+                   "induct_model_hook_point: index %zu: the model has %zu hook points", index,
+                   count);
+    char name[64];
+    if (POINTS[p].per_layer)
+        snprintf(name, sizeof name, "blocks.%u.%s", l, POINTS[p].name);
+    else
+        snprintf(name, sizeof name, "%s", POINTS[p].name);
+    size_t len = strlen(name) + 1;
+    if (out_len) *out_len = len;
+    INDUCT_FAIL_IF(!out || out_cap < len, INDUCT_EBUFSIZE,
+                   "induct_model_hook_point: the name needs %zu bytes, buffer holds %zu", len,
+                   out ? out_cap : 0);
+    memcpy(out, name, len);
+    return INDUCT_OK;
+}
+
+/* A caller's hook as an internal one. */
+typedef struct call_hook {
+    const char *name;
+    induct_hook_fn fn;
+    void *user;
+    uint32_t shape[4], ndim;
+    float *dst; /* cache: copy here */
+    size_t numel;
+} call_hook;
+
+static int call_trampoline(void *user, induct_model *m, const induct__pass *p, uint32_t point,
+                           uint32_t l, float *x) {
+    const call_hook *c = user;
+    (void)m, (void)p, (void)point, (void)l;
+    if (c->dst) {
+        memcpy(c->dst, x, c->numel * sizeof *x);
+        return INDUCT_OK;
+    }
+    int r = c->fn(c->user, c->name, x, c->shape, c->ndim);
+    INDUCT_FAIL_IF(r != 0, INDUCT_EINTERRUPTED, "hook on '%s' returned %d: pass stopped", c->name,
+                   r);
+    return INDUCT_OK;
+}
+
+/* Validate, run one pass with the n hooks, copy logits and losses out. */
+static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, uint32_t B,
+                      uint32_t T, call_hook *ch, induct__hook *ih, size_t n, int writes,
+                      float *logits_out, size_t logits_cap, float *losses_out, size_t losses_cap,
+                      double *mean_loss_out) {
+    size_t n_logits, n_losses = (size_t)B * (T - 1);
+    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
+                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
+                   m->cfg.d_vocab);
+    INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
+                   "%s: logits need %zu floats, buffer holds %zu", fn, n_logits, logits_cap);
+    INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
+                   "%s: losses need %zu floats, buffer holds %zu", fn, n_losses, losses_cap);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t point, layer;
+        INDUCT_TRY(induct__hook_parse(m, ch[i].name, &point, &layer));
+        ch[i].ndim = induct__hook_shape(m, point, B, T, ch[i].shape);
+        ih[i] = (induct__hook){point, layer, (uint32_t)writes, call_trampoline, &ch[i]};
+    }
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.hooks[1] = ih;
+    p.n_hooks[1] = n;
+    double mean;
+    INDUCT_TRY(induct__forward(m, &p, &mean));
+    if (logits_out) memcpy(logits_out, induct__ws(m, m->a_logits), n_logits * sizeof(float));
+    if (losses_out) memcpy(losses_out, induct__ws(m, m->a_losses), n_losses * sizeof(float));
+    if (mean_loss_out) *mean_loss_out = mean;
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *tokens, uint32_t B,
+                                           uint32_t T, const induct_hook *hooks, size_t n_hooks,
+                                           float *logits_out, size_t logits_cap,
+                                           float *losses_out, size_t losses_cap,
+                                           double *mean_loss_out) {
+    const char *fn = "induct_model_run_with_hooks";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_FAIL_IF(n_hooks && !hooks, INDUCT_EINVAL, "%s: hooks is NULL", fn);
+    INDUCT_FAIL_IF(n_hooks > 4096, INDUCT_ELIMIT, "%s: %zu hooks (at most 4096)", fn, n_hooks);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    for (size_t i = 0; i < n_hooks; i++)
+        INDUCT_FAIL_IF(!hooks[i].fn, INDUCT_EINVAL, "%s: hook %zu has no function", fn, i);
+    call_hook *ch = calloc(n_hooks ? n_hooks : 1, sizeof *ch);
+    induct__hook *ih = calloc(n_hooks ? n_hooks : 1, sizeof *ih);
+    int rc = ch && ih ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+    for (size_t i = 0; rc == INDUCT_OK && i < n_hooks; i++)
+        ch[i] = (call_hook){hooks[i].name, hooks[i].fn, hooks[i].user, {0}, 0, NULL, 0};
+    if (rc == INDUCT_OK)
+        rc = run_hooked(m, fn, tokens, B, T, ch, ih, n_hooks, 1, logits_out, logits_cap,
+                        losses_out, losses_cap, mean_loss_out);
+    free(ch);
+    free(ih);
+    return rc;
+}
+
+INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *tokens, uint32_t B,
+                                           uint32_t T, const char *const *names,
+                                           float *const *bufs, const size_t *caps, size_t n,
+                                           float *logits_out, size_t logits_cap,
+                                           double *mean_loss_out) {
+    const char *fn = "induct_model_run_with_cache";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_FAIL_IF(n && (!names || !bufs || !caps), INDUCT_EINVAL,
+                   "%s: names, bufs and caps must not be NULL", fn);
+    INDUCT_FAIL_IF(n > 4096, INDUCT_ELIMIT, "%s: %zu points (at most 4096)", fn, n);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    /* every buffer is checked before the pass: on failure none is written */
+    for (size_t i = 0; i < n; i++) {
+        size_t need;
+        INDUCT_TRY(induct_model_hook_shape(m, names[i], B, T, NULL, NULL, &need));
+        INDUCT_FAIL_IF(!bufs[i] || caps[i] < need, INDUCT_EBUFSIZE,
+                       "%s: '%s' needs %zu floats, buffer %zu holds %zu", fn, names[i], need, i,
+                       bufs[i] ? caps[i] : 0);
+    }
+    call_hook *ch = calloc(n ? n : 1, sizeof *ch);
+    induct__hook *ih = calloc(n ? n : 1, sizeof *ih);
+    int rc = ch && ih ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+    for (size_t i = 0; rc == INDUCT_OK && i < n; i++) {
+        ch[i].name = names[i];
+        ch[i].dst = bufs[i];
+        rc = induct_model_hook_shape(m, names[i], B, T, NULL, NULL, &ch[i].numel);
+    }
+    if (rc == INDUCT_OK)
+        rc = run_hooked(m, fn, tokens, B, T, ch, ih, n, 0, logits_out, logits_cap, NULL, 0,
+                        mean_loss_out);
+    free(ch);
+    free(ih);
+    return rc;
+}
