@@ -1,0 +1,305 @@
+/* Hook points through the public API: the cache is the plain pass, writes that change
+ * nothing change no bit, zeroing hook_z is zero ablation, errors are clear. The values
+ * of every point against an independent PyTorch model are in
+ * bindings/python/tests/test_hooks.py. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+
+enum { B = 6, T = 8 }; /* B*T >= 2 (d_vocab + T): layer 0 is folded without LayerNorm */
+
+typedef struct variant {
+    const char *name;
+    uint32_t d_mlp, layer_norm, smeared, positional;
+    size_t n_points; /* hook points of the 2-layer model */
+} variant;
+
+static const variant VARIANTS[] = {
+    /* embed, pos_embed; per layer resid_pre q k v scores pattern z result attn_out
+     * resid_post */
+    {"attn-only", 0, 0, 0, INDUCT_POS_STANDARD, 2 + 2 * 10},
+    /* + ln1, resid_mid, ln2, mlp pre/post per layer; ln_final */
+    {"mlp+ln", 16, 1, 0, INDUCT_POS_STANDARD, 2 + 2 * 15 + 1},
+    /* no hook_pos_embed; + k_smeared per layer */
+    {"smeared shortformer", 0, 0, 1, INDUCT_POS_SHORTFORMER, 1 + 2 * 11},
+};
+#define N_VARIANTS (sizeof VARIANTS / sizeof *VARIANTS)
+
+static induct_model *make(const variant *v) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.d_mlp = v->d_mlp;
+    c.layer_norm = v->layer_norm;
+    c.smeared_keys = v->smeared;
+    c.positional = v->positional;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 7);
+    return m;
+}
+
+static float *floats(size_t n) {
+    float *p = malloc(n * sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    return p;
+}
+
+/* Every point cached in one pass: the logits are the plain pass's bits; the points
+ * that are the same tensor agree bit for bit, as does the pattern with
+ * induct_model_attention(). */
+START_TEST(test_cache_is_the_plain_pass) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 3);
+    char names[64][64];
+    const char *np[64];
+    float *bufs[64];
+    size_t caps[64], n = 0, len;
+    for (;; n++) {
+        ck_assert_uint_lt(n, 64);
+        int rc = induct_model_hook_point(m, n, names[n], sizeof names[n], &len);
+        if (rc == INDUCT_ERANGE) break;
+        ck_ok(rc);
+        ck_assert_uint_eq(len, strlen(names[n]) + 1);
+        np[n] = names[n];
+        ck_ok(induct_model_hook_shape(m, names[n], B, T, NULL, NULL, &caps[n]));
+        bufs[n] = floats(caps[n]);
+    }
+    ck_assert_msg(n == v->n_points, "%s: %zu points", v->name, n);
+    float *lg = floats(B * T * 11), *ref = floats(B * T * 11);
+    double mean, ref_mean;
+    ck_ok(induct_model_run_with_cache(m, tok, B, T, np, bufs, caps, n, lg, B * T * 11, &mean));
+    ck_ok(induct_model_forward(m, tok, B, T, ref, B * T * 11, NULL, 0, &ref_mean));
+    ck_assert(memcmp(lg, ref, B * T * 11 * sizeof *lg) == 0);
+    ck_assert(mean == ref_mean);
+    /* resid_post of layer 0 is resid_pre of layer 1 */
+    size_t post0 = n, pre1 = n, pat1 = n;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(names[i], "blocks.0.hook_resid_post")) post0 = i;
+        if (!strcmp(names[i], "blocks.1.hook_resid_pre")) pre1 = i;
+        if (!strcmp(names[i], "blocks.1.attn.hook_pattern")) pat1 = i;
+    }
+    ck_assert(post0 < n && pre1 < n && pat1 < n && post0 < pre1);
+    ck_assert(memcmp(bufs[post0], bufs[pre1], caps[pre1] * sizeof(float)) == 0);
+    /* one sequence's patterns of layer 1 are those induct_model_attention() gives (one
+     * sequence: the batch decides whether layer 0 is folded, which changes low bits) */
+    float att[2 * 2 * T * T], one[2 * T * T];
+    float *onep[] = {one};
+    size_t cap1 = 2 * T * T;
+    ck_ok(induct_model_attention(m, tok, T, att, 2 * 2 * T * T, &len));
+    ck_ok(induct_model_run_with_cache(m, tok, 1, T, &np[pat1], onep, &cap1, 1, NULL, 0, NULL));
+    ck_assert(memcmp(one, att + 2 * T * T, 2 * T * T * sizeof(float)) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    free(lg);
+    free(ref);
+    induct_model_free(m);
+}
+END_TEST
+
+typedef struct head_arg {
+    uint32_t head, n_heads, d_head;
+    int calls;
+} head_arg;
+
+/* Overwrite one head's [T][T] pattern (or scores) with a copy of itself. */
+static int rewrite_head(void *user, const char *name, float *x, const uint32_t *shape,
+                        uint32_t ndim) {
+    head_arg *a = user;
+    (void)name;
+    ck_assert_uint_eq(ndim, 4);
+    ck_assert_uint_eq(shape[1], a->n_heads);
+    size_t tt = (size_t)shape[2] * shape[3];
+    float *copy = floats(tt);
+    for (uint32_t b = 0; b < shape[0]; b++) {
+        float *h = x + ((size_t)b * shape[1] + a->head) * tt;
+        memcpy(copy, h, tt * sizeof *h);
+        memcpy(h, copy, tt * sizeof *h);
+    }
+    free(copy);
+    a->calls++;
+    return 0;
+}
+
+/* Writing a head's own pattern (or scores) back leaves the logits bit-identical: the
+ * pass splits attention around the write with the fused kernel's arithmetic. */
+START_TEST(test_own_pattern_written_back_is_bit_identical) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 5);
+    float *plain = floats(B * T * 11), *hooked = floats(B * T * 11);
+    ck_ok(induct_model_forward(m, tok, B, T, plain, B * T * 11, NULL, 0, NULL));
+    const char *points[] = {"blocks.0.attn.hook_pattern", "blocks.1.attn.hook_pattern",
+                            "blocks.1.attn.hook_attn_scores"};
+    for (size_t k = 0; k < 3; k++) {
+        head_arg a = {1, 2, 4, 0};
+        induct_hook h = {points[k], rewrite_head, &a};
+        memset(hooked, 0, B * T * 11 * sizeof *hooked);
+        ck_ok(induct_model_run_with_hooks(m, tok, B, T, &h, 1, hooked, B * T * 11, NULL, 0,
+                                          NULL));
+        ck_assert_int_eq(a.calls, 1);
+        ck_assert_msg(memcmp(plain, hooked, B * T * 11 * sizeof *plain) == 0, "%s: %s", v->name,
+                      points[k]);
+    }
+    free(plain);
+    free(hooked);
+    induct_model_free(m);
+}
+END_TEST
+
+/* Zero one head's slice of hook_z. */
+static int zero_head(void *user, const char *name, float *z, const uint32_t *shape,
+                     uint32_t ndim) {
+    head_arg *a = user;
+    (void)name;
+    ck_assert_uint_eq(ndim, 4);
+    ck_assert_uint_eq(shape[2], a->n_heads);
+    ck_assert_uint_eq(shape[3], a->d_head);
+    for (size_t r = 0; r < (size_t)shape[0] * shape[1]; r++)
+        memset(z + (r * a->n_heads + a->head) * a->d_head, 0, a->d_head * sizeof *z);
+    a->calls++;
+    return 0;
+}
+
+/* Read hook_z's head slice: is it all zero? */
+static int head_is_zero(void *user, const char *name, float *z, const uint32_t *shape,
+                        uint32_t ndim) {
+    head_arg *a = user;
+    (void)name, (void)ndim;
+    int zero = 1;
+    for (size_t r = 0; r < (size_t)shape[0] * shape[1]; r++)
+        for (uint32_t j = 0; j < a->d_head; j++)
+            zero &= z[(r * a->n_heads + a->head) * a->d_head + j] == 0.0f;
+    a->calls = zero;
+    return 0;
+}
+
+START_TEST(test_zeroed_z_is_zero_ablation) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 9);
+    enum { NL = B * T * 11, NS = B * (T - 1) };
+    float *lg_h = floats(NL), *lg_a = floats(NL), *lg_0 = floats(NL);
+    float ls_h[NS], ls_a[NS];
+    double m_h, m_a;
+    head_arg a = {1, 2, 4, 0};
+    induct_hook h = {"blocks.0.attn.hook_z", zero_head, &a};
+    ck_ok(induct_model_run_with_hooks(m, tok, B, T, &h, 1, lg_h, NL, ls_h, NS, &m_h));
+    ck_ok(induct_model_forward(m, tok, B, T, lg_0, NL, NULL, 0, NULL));
+    ck_ok(induct_model_ablate_head(m, 0, 1, INDUCT_ABLATE_ZERO));
+    ck_ok(induct_model_forward(m, tok, B, T, lg_a, NL, ls_a, NS, &m_a));
+    ck_assert(memcmp(lg_h, lg_a, NL * sizeof(float)) == 0);
+    ck_assert(memcmp(ls_h, ls_a, NS * sizeof(float)) == 0);
+    ck_assert(m_h == m_a);
+    ck_assert(memcmp(lg_h, lg_0, NL * sizeof(float)) != 0); /* the head mattered */
+    /* the ablation runs before the caller's hooks: a reader sees the zeros */
+    head_arg r = {1, 2, 4, -1};
+    induct_hook rd = {"blocks.0.attn.hook_z", head_is_zero, &r};
+    ck_ok(induct_model_run_with_hooks(m, tok, B, T, &rd, 1, NULL, 0, NULL, 0, NULL));
+    ck_assert_int_eq(r.calls, 1);
+    ck_ok(induct_model_clear_ablations(m));
+    ck_ok(induct_model_run_with_hooks(m, tok, B, T, &rd, 1, NULL, 0, NULL, 0, NULL));
+    ck_assert_int_eq(r.calls, 0);
+    free(lg_h);
+    free(lg_a);
+    free(lg_0);
+    induct_model_free(m);
+}
+END_TEST
+
+static int stop(void *user, const char *name, float *x, const uint32_t *shape, uint32_t ndim) {
+    (void)user, (void)name, (void)x, (void)shape, (void)ndim;
+    return 7;
+}
+
+START_TEST(test_errors) {
+    induct_model *m = make(&VARIANTS[0]); /* attention-only, standard positions */
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 1);
+    uint32_t shape[4], nd;
+    size_t numel;
+    ck_ok(induct_model_hook_shape(m, "blocks.1.attn.hook_result", 3, 5, shape, &nd, &numel));
+    ck_assert(nd == 4 && shape[0] == 3 && shape[1] == 5 && shape[2] == 2 && shape[3] == 8);
+    ck_assert_uint_eq(numel, 3 * 5 * 2 * 8);
+    ck_ok(induct_model_hook_shape(m, "blocks.0.attn.hook_attn_scores", 3, 5, shape, &nd, NULL));
+    ck_assert(nd == 4 && shape[1] == 2 && shape[2] == 5 && shape[3] == 5);
+    ck_ok(induct_model_hook_shape(m, "hook_pos_embed", 3, 5, shape, &nd, NULL));
+    ck_assert(nd == 3 && shape[2] == 8);
+    ck_assert_status(induct_model_hook_shape(m, "blocks.0.attn.hook_nothing", 1, 2, NULL, NULL,
+                                             NULL),
+                     INDUCT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "blocks.0.attn.hook_nothing"));
+    ck_assert_status(induct_model_hook_shape(m, "blocks.x.hook_resid_pre", 1, 2, NULL, NULL,
+                                             NULL),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_model_hook_shape(m, "blocks.2.hook_resid_pre", 1, 2, NULL, NULL,
+                                             NULL),
+                     INDUCT_ERANGE);
+    /* points this model does not have */
+    ck_assert_status(induct_model_hook_shape(m, "blocks.0.mlp.hook_pre", 1, 2, NULL, NULL, NULL),
+                     INDUCT_ERANGE);
+    ck_assert_status(induct_model_hook_shape(m, "ln_final.hook_normalized", 1, 2, NULL, NULL,
+                                             NULL),
+                     INDUCT_ERANGE);
+    ck_assert_status(induct_model_hook_shape(NULL, "hook_embed", 1, 2, NULL, NULL, NULL),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_model_hook_shape(m, NULL, 1, 2, NULL, NULL, NULL), INDUCT_EINVAL);
+    /* names: past the end, short buffer */
+    char name[8];
+    size_t len;
+    ck_assert_status(induct_model_hook_point(m, 22, name, sizeof name, &len), INDUCT_ERANGE);
+    ck_assert_status(induct_model_hook_point(m, 2, name, sizeof name, &len), INDUCT_EBUFSIZE);
+    ck_assert_uint_eq(len, strlen("blocks.0.hook_resid_pre") + 1);
+    /* a hook that stops the pass; a hook without a function */
+    induct_hook h = {"blocks.1.hook_resid_pre", stop, NULL};
+    float lg[B * T * 11];
+    lg[0] = 42.0f;
+    ck_assert_status(induct_model_run_with_hooks(m, tok, B, T, &h, 1, lg, B * T * 11, NULL, 0,
+                                                 NULL),
+                     INDUCT_EINTERRUPTED);
+    ck_assert(lg[0] == 42.0f);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "returned 7"));
+    h.fn = NULL;
+    ck_assert_status(induct_model_run_with_hooks(m, tok, B, T, &h, 1, NULL, 0, NULL, 0, NULL),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_model_run_with_hooks(m, tok, B, T, NULL, 1, NULL, 0, NULL, 0, NULL),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_model_run_with_hooks(m, tok, B, T, NULL, 0, lg, 5, NULL, 0, NULL),
+                     INDUCT_EBUFSIZE);
+    /* cache: a short buffer is refused before the pass, nothing written */
+    const char *names[] = {"hook_embed", "blocks.0.attn.hook_pattern"};
+    float e[B * T * 8], p[B * 2 * T * T - 1];
+    float *bufs[] = {e, p};
+    size_t caps[] = {B * T * 8, B * 2 * T * T - 1};
+    e[0] = 42.0f;
+    ck_assert_status(induct_model_run_with_cache(m, tok, B, T, names, bufs, caps, 2, NULL, 0,
+                                                 NULL),
+                     INDUCT_EBUFSIZE);
+    ck_assert(e[0] == 42.0f);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "blocks.0.attn.hook_pattern"));
+    ck_assert_status(induct_model_run_with_cache(m, tok, B, T, NULL, bufs, caps, 2, NULL, 0,
+                                                 NULL),
+                     INDUCT_EINVAL);
+    /* bad tokens are refused as by induct_model_forward */
+    tok[3] = 11;
+    ck_assert_status(induct_model_run_with_cache(m, tok, B, T, names, bufs, caps, 1, NULL, 0,
+                                                 NULL),
+                     INDUCT_ERANGE);
+    induct_model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("hooks");
+    TCase *tc = tcase_create("hooks");
+    tcase_add_loop_test(tc, test_cache_is_the_plain_pass, 0, N_VARIANTS);
+    tcase_add_loop_test(tc, test_own_pattern_written_back_is_bit_identical, 0, N_VARIANTS);
+    tcase_add_loop_test(tc, test_zeroed_z_is_zero_ablation, 0, N_VARIANTS);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
