@@ -77,6 +77,9 @@ induct__ablation *induct__ablation_of(const induct_model *m);
 int induct__ablation_state(induct_model *m, induct__ablation **out);
 /* Update `active` and `first_layer` after changing `mode`. */
 void induct__ablation_recount(induct_model *m, induct__ablation *a);
+/* The mean reference of head (l, h) at position p, [d_head]. */
+const float *induct__ablation_mean_of(const induct_model *m, const induct__ablation *a, size_t l,
+                                      size_t h, size_t p);
 
 /* ---- entry points for other library code ------------------------------------------
  * As the public functions of the same name, but they leave the model's interrupt flag

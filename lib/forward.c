@@ -373,7 +373,34 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
             }
             if (n > need) need = n;
         }
-    return need;
+    size_t rows = p->n_rows * (2 * (size_t)c->d_model + c->d_vocab + 2);
+    return rows > need ? rows : need;
+}
+
+/* The final LayerNorm, logits and loss at rows p->rows only (see induct__pass). */
+static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
+    const induct_model_config *c = &m->cfg;
+    size_t R = p->n_rows, D = c->d_model, V = c->d_vocab;
+    int nt = induct__nt(m);
+    float *x = hs, *y = x + R * D, *lg = y + R * D, *mu = lg + R * V, *rs = mu + R;
+    for (size_t i = 0; i < R; i++)
+        memcpy(x + i * D, W(m->a_resid_final) + p->rows[i] * D, D * sizeof *x);
+    if (c->layer_norm) {
+        induct__layernorm_forward(y, mu, rs, x, P(m->lnf_w), P(m->lnf_b), R, D, nt);
+        x = y;
+    }
+    induct__linear_forward(lg, x, P(m->W_U), P(m->b_U), R, D, V, nt);
+    double sum = 0.0;
+    for (size_t i = 0; i < R; i++) {
+        const float *l = lg + i * V;
+        float mx = l[0];
+        for (size_t u = 1; u < V; u++) mx = l[u] > mx ? l[u] : mx;
+        double e = 0.0;
+        for (size_t u = 0; u < V; u++) e += exp((double)l[u] - mx);
+        p->row_loss[i] = log(e) + mx - l[p->tokens[p->rows[i] + 1]];
+        sum += p->row_loss[i];
+    }
+    return sum;
 }
 
 /* LayerNorm with a hook on its normalised input (x - mean) * rstd, before the gain and
@@ -461,7 +488,7 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
                            "a training step or backward pass with a writing hook is not "
                            "supported");
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
-    size_t ns = n_hooks(p) ? hook_scratch(m, p) : 0;
+    size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
     uint64_t bytes = (uint64_t)ns * sizeof(float);
     INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the hooks' scratch"));
@@ -474,81 +501,99 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     return rc;
 }
 
+/* Layer l up to its attention output: LN1, Q/K/V, attention, attn_resid = resid_pre +
+ * z W_O + b_O, with the hooks on the way. */
+static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, int fold,
+                           float *attn_resid, float *hs) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    const int32_t *tokens = p->tokens;
+    uint32_t B = p->B, T = p->T;
+    int nt = induct__nt(m), any = n_hooks(p);
+    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    FIRE(INDUCT__HP_RESID_PRE, l, W(a->resid_pre));
+    if (c->layer_norm) {
+        if (any && hooked(p, INDUCT__HP_LN1, l, 0))
+            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN1, l, W(a->ln1), W(a->ln1_mean),
+                                        W(a->ln1_rstd), W(a->resid_pre), P(o->ln1_w),
+                                        P(o->ln1_b), hs));
+        else
+            induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd),
+                                      W(a->resid_pre), P(o->ln1_w), P(o->ln1_b), N, D, nt);
+    }
+    if (c->positional == INDUCT_POS_SHORTFORMER)
+        induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
+    /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
+    pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
+    pack_heads(W(a->wk), P(o->W_K), D, H, dh);
+    pack_heads(W(a->wv), P(o->W_V), D, H, dh);
+    if (l == 0 && fold) {
+        fold_forward(m, tokens, B, T);
+    } else {
+        induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
+        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+    }
+    FIRE(INDUCT__HP_Q, l, W(a->q));
+    FIRE(INDUCT__HP_K, l, W(a->k_raw));
+    FIRE(INDUCT__HP_V, l, W(a->v));
+    if (c->smeared_keys) {
+        induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
+        FIRE(INDUCT__HP_K_SMEARED, l, W(a->k));
+    }
+    /* causal half only (k <= p), scores + mask + softmax fused per query row; split
+     * into its parts (the same bits) around hooks on the scores or the pattern */
+#define ATTN(stages)                                                                       \
+induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, \
+                            B, T, H, dh, W(m->g_att), nt, (stages))
+    int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
+    if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
+        ATTN(INDUCT__ATTN_ALL);
+    } else {
+        if (h_scores) {
+            ATTN(INDUCT__ATTN_SCORES);
+            INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, W(a->att)));
+            ATTN(INDUCT__ATTN_SOFTMAX);
+        } else {
+            ATTN(INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX);
+        }
+        INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, W(a->att)));
+        ATTN(INDUCT__ATTN_MIX);
+    }
+#undef ATTN
+    FIRE(INDUCT__HP_Z, l, W(a->z));
+    if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
+        INDUCT_TRY(attn_out_hooked(m, p, l, attn_resid, hs));
+    else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
+        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                          W(a->resid_pre), D, P(o->b_O));
+    return INDUCT_OK;
+}
+
 static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss) {
     const induct_model_config *c = &m->cfg;
     const int32_t *tokens = p->tokens;
     uint32_t B = p->B, T = p->T;
     int nt = induct__nt(m), any = n_hooks(p);
-    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
-    size_t V = c->d_vocab, M = c->d_mlp;
+    size_t N = (size_t)B * T, D = c->d_model, V = c->d_vocab, M = c->d_mlp;
     int standard = c->positional == INDUCT_POS_STANDARD;
-    if (any && (hooked(p, INDUCT__HP_EMBED, 0, 0) || hooked(p, INDUCT__HP_POS_EMBED, 0, 0)))
+    /* resumed: the workspace holds everything up to layer l0's attention output */
+    uint32_t l0 = p->resume ? p->resume - 1 : 0;
+    if (p->resume)
+        ;
+    else if (any && (hooked(p, INDUCT__HP_EMBED, 0, 0) || hooked(p, INDUCT__HP_POS_EMBED, 0, 0)))
         INDUCT_TRY(embed_hooked(m, p, W(m->A[0].resid_pre), hs));
     else
         induct__embed_forward(W(m->A[0].resid_pre), tokens, P(m->W_E),
                               standard ? P(m->W_pos) : NULL, B, T, D, nt);
     int fold = use_fold(m, p);
-    for (uint32_t l = 0; l < c->n_layers; l++) {
+    for (uint32_t l = l0; l < c->n_layers; l++) {
         const induct__layer_off *o = &m->L[l];
         const induct__layer_act *a = &m->A[l];
         float *out_resid = (l + 1 < c->n_layers) ? W(m->A[l + 1].resid_pre) : W(m->a_resid_final);
         float *attn_resid = M ? W(a->resid_mid) : out_resid;
-        FIRE(INDUCT__HP_RESID_PRE, l, W(a->resid_pre));
-        if (c->layer_norm) {
-            if (any && hooked(p, INDUCT__HP_LN1, l, 0))
-                INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN1, l, W(a->ln1), W(a->ln1_mean),
-                                            W(a->ln1_rstd), W(a->resid_pre), P(o->ln1_w),
-                                            P(o->ln1_b), hs));
-            else
-                induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd),
-                                          W(a->resid_pre), P(o->ln1_w), P(o->ln1_b), N, D, nt);
-        }
-        if (c->positional == INDUCT_POS_SHORTFORMER)
-            induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
-        /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
-        pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
-        pack_heads(W(a->wk), P(o->W_K), D, H, dh);
-        pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-        if (l == 0 && fold) {
-            fold_forward(m, tokens, B, T);
-        } else {
-            induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
-            induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-            induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
-        }
-        FIRE(INDUCT__HP_Q, l, W(a->q));
-        FIRE(INDUCT__HP_K, l, W(a->k_raw));
-        FIRE(INDUCT__HP_V, l, W(a->v));
-        if (c->smeared_keys) {
-            induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-            FIRE(INDUCT__HP_K_SMEARED, l, W(a->k));
-        }
-        /* causal half only (k <= p), scores + mask + softmax fused per query row; split
-         * into its parts (the same bits) around hooks on the scores or the pattern */
-#define ATTN(stages)                                                                       \
-    induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, \
-                                B, T, H, dh, W(m->g_att), nt, (stages))
-        int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
-        if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
-            ATTN(INDUCT__ATTN_ALL);
-        } else {
-            if (h_scores) {
-                ATTN(INDUCT__ATTN_SCORES);
-                INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, W(a->att)));
-                ATTN(INDUCT__ATTN_SOFTMAX);
-            } else {
-                ATTN(INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX);
-            }
-            INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, W(a->att)));
-            ATTN(INDUCT__ATTN_MIX);
-        }
-#undef ATTN
-        FIRE(INDUCT__HP_Z, l, W(a->z));
-        if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
-            INDUCT_TRY(attn_out_hooked(m, p, l, attn_resid, hs));
-        else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-            induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                              W(a->resid_pre), D, P(o->b_O));
+        if (!p->resume || l != l0) INDUCT_TRY(attention_layer(m, p, l, fold, attn_resid, hs));
         if (M) {
             FIRE(INDUCT__HP_RESID_MID, l, W(a->resid_mid));
             if (c->layer_norm) {
@@ -570,6 +615,13 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                               W(a->resid_mid), D, P(o->b_out));
         }
         FIRE(INDUCT__HP_RESID_POST, l, out_resid);
+    }
+    if (p->rows) {
+        double mean = rows_tail(m, p, hs) / (double)p->n_rows;
+        INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)",
+                       mean);
+        if (mean_loss) *mean_loss = mean;
+        return INDUCT_OK;
     }
     if (c->layer_norm) {
         if (any && hooked(p, INDUCT__HP_LNF, 0, 0))

@@ -142,6 +142,16 @@ typedef struct induct__pass {
     size_t n_hooks[2];
     uint32_t grad;         /* a backward pass follows */
     uint32_t bare;         /* the model's standing intervention (see induct__standing) is off */
+    /* Partial passes (forward only, for analyses that change one layer's output):
+     * resume = l + 1 starts after layer l's attention, from what the workspace holds
+     * (its attention output added to the residual stream, resid_mid or the next
+     * resid_pre, and every earlier activation); rows (n_rows of them, b * T + p with
+     * p < T - 1) computes the final LayerNorm, logits and loss only at those rows:
+     * row_loss[i] in nats (the workspace's logits and losses are not written). */
+    uint32_t resume;
+    const size_t *rows;
+    size_t n_rows;
+    double *row_loss;
 } induct__pass;
 /* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
  * does not exist in this model (hooks.c). */
@@ -203,7 +213,7 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
-    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, 0};
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, 0, 0, NULL, 0, NULL};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),

@@ -1573,12 +1573,12 @@ INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *m
  * with the ablations already in force (normally none); head (l, h) is added to them
  * with `mode`. The evaluation set and indices are those of induct_analysis_icl_score().
  *
- * For attention-only models with no ablation in force, the clean forward pass is run
- * once per chunk and each head's ablation is propagated from the clean residual
- * stream: only the later layers are recomputed, the last layer only at the two
- * query positions the score reads, and the unembedding only at those positions.
- * Otherwise each head costs one pass over the evaluation set with the ablation
- * in force. Both give the same values up to float rounding (about 1e-5 nats).
+ * With no ablation in force, the clean forward pass is run once per chunk and, for
+ * each head, the forward pass is resumed after that head's layer from the clean
+ * residual stream plus the head's change `(z'_h − z_h) W_O[h]`; the final LayerNorm and
+ * the unembedding run only at the two positions the score reads. Otherwise each head
+ * costs one pass over the evaluation set with the ablation in force. Both give the same
+ * values up to float rounding (about 1e-5 nats).
  *
  * @param model   The model; its ablations are the same afterwards; weights are not changed.
  * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
