@@ -514,7 +514,8 @@ typedef struct induct_hook {
  * @brief Shape of a hook point for a `[batch][seq_len]` input.
  * @param model The model.
  * @param name A hook point name (see the table).
- * @param batch, seq_len The input's shape.
+ * @param batch Sequences in the input.
+ * @param seq_len Tokens per sequence.
  * @param[out] shape_out 4 entries: the dimensions, unused ones 0 (may be NULL).
  * @param[out] ndim_out 3 or 4 (may be NULL).
  * @param[out] numel_out The product of the dimensions (may be NULL).
@@ -554,11 +555,15 @@ INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, 
  *
  * @param model The model (its workspace is written; the weights are only read).
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
- * @param batch, seq_len As induct_model_forward().
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
  * @param n_hooks At most 4096.
- * @param[out] logits_out, logits_cap, losses_out, losses_cap, mean_loss_out As
- *             induct_model_forward().
+ * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
+ * @param logits_cap Capacity of `logits_out` in floats.
+ * @param[out] losses_out `[batch][seq_len−1]` per-token losses in nats, or NULL.
+ * @param losses_cap Capacity of `losses_out` in floats.
+ * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
  * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
  *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
  *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
@@ -582,12 +587,16 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  * activation are bit-identical to induct_model_forward() on the same batch. The
  * ablations in force apply.
  * @param model The model.
- * @param tokens, batch, seq_len As induct_model_forward().
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param names `n` hook point names.
  * @param bufs `n` buffers.
  * @param caps `n` capacities in floats.
  * @param n At most 4096 (0: a plain pass).
- * @param[out] logits_out, logits_cap, mean_loss_out As induct_model_forward().
+ * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
+ * @param logits_cap Capacity of `logits_out` in floats.
+ * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
  * @return as induct_model_forward(); ::INDUCT_EINVAL (NULL arrays with n > 0, unknown
  *         name); ::INDUCT_ERANGE (a point this model does not have); ::INDUCT_EBUFSIZE
  *         (a NULL or short buffer: checked before the pass, nothing is written).
