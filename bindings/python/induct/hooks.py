@@ -97,14 +97,17 @@ class ModelHooks:
 
     def run_with_cache(self, tokens, names=None):
         """One forward pass; returns (logits [B, T, V], ActivationCache). `names`: None
-        (every point), a list of names (or TransformerLens (name, layer) tuples), or a
-        predicate on the full name. The ablations in force apply; the logits are those
-        of forward()."""
+        (every point but attn.hook_result, as TransformerLens without use_attn_result:
+        the per-head results are n_heads times the attention output and cost a product
+        of their own; name them to get them), a list of names (or TransformerLens
+        (name, layer) tuples), or a predicate on the full name. The ablations in force
+        apply; the logits are those of forward()."""
         np = _numpy()
         toks, B, T = _arrays.tokens_in(tokens)
-        if names is None or callable(names):
-            keep = names
-            names = [n for n in self.hook_points() if keep is None or keep(n)]
+        if names is None:
+            names = [n for n in self.hook_points() if not n.endswith(".attn.hook_result")]
+        elif callable(names):
+            names = [n for n in self.hook_points() if names(n)]
         else:
             names = [_key(n) for n in names]
         bufs = [np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names]

@@ -78,10 +78,13 @@ def close(a, r, name):
 @pytest.mark.parametrize("kind", sorted(MODELS))
 def test_every_cached_activation_matches_pytorch(kind):
     m, ref, toks = trained(kind)
-    logits, cache = m.run_with_cache(toks)
+    logits, cache = m.run_with_cache(toks, names=lambda n: True)
     ref_logits, ref_cache = torch_cache(ref, toks)
     # the library offers exactly the points the reference passes, in pass order
     assert list(cache) == m.hook_points()
+    # the default: all but hook_result (TransformerLens without use_attn_result)
+    default = list(m.run_with_cache(toks)[1])
+    assert default == [n for n in cache if not n.endswith("hook_result")]
     assert set(cache) == set(ref_cache), set(cache) ^ set(ref_cache)
     for name, act in cache.items():
         close(act, ref_cache[name].numpy(), name)
