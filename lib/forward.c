@@ -331,15 +331,75 @@ static int hooked(const induct__pass *p, uint32_t point, uint32_t l, int writes)
     return 0;
 }
 
-/* Run the hooks at (point, layer) on x: the standing intervention's first, then the
- * caller's, each in list order. */
-static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
+static int fire_hooks(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                      float *x) {
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < p->n_hooks[s]; i++) {
             const induct__hook *h = &p->hooks[s][i];
             if (h->point == point && h->layer == l) INDUCT_TRY(h->fn(h->user, m, p, point, l, x));
         }
     return INDUCT_OK;
+}
+
+void induct__masks_free(induct__masks *ms) {
+    for (size_t i = 0; i < ms->n; i++) free(ms->e[i].mask);
+    free(ms->e);
+    memset(ms, 0, sizeof *ms);
+}
+
+/* Run the hooks at (point, layer) on x: the standing intervention's first, then the
+ * caller's, each in list order. In a pass with gradients, record what writing hooks
+ * changed (see induct__masks). */
+static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
+    if (!p->grad || !hooked(p, point, l, 1)) return fire_hooks(m, p, point, l, x);
+    induct__masks *ms = p->masks;
+    uint32_t shape[4], nd = induct__hook_shape(m, point, p->B, p->T, shape);
+    size_t n = 1;
+    for (uint32_t i = 0; i < nd; i++) n *= shape[i]; /* <= a workspace buffer */
+    if (ms->n == ms->cap) {
+        size_t cap = ms->cap ? 2 * ms->cap : 8;
+        induct__mask *e = realloc(ms->e, cap * sizeof *e);
+        INDUCT_FAIL_IF(!e, INDUCT_ENOMEM, "out of memory recording a hook's writes");
+        ms->e = e;
+        ms->cap = cap;
+    }
+    float *before = malloc(n * sizeof *before);
+    uint8_t *mask = malloc(n);
+    if (!before || !mask) {
+        free(before);
+        free(mask);
+        return induct__fail(INDUCT_ENOMEM, "out of memory recording a hook's writes");
+    }
+    memcpy(before, x, n * sizeof *x);
+    int rc = fire_hooks(m, p, point, l, x);
+    for (size_t i = 0; i < n; i++) mask[i] = memcmp(&before[i], &x[i], sizeof *x) != 0;
+    free(before);
+    if (rc != INDUCT_OK) {
+        free(mask);
+        return rc;
+    }
+    ms->e[ms->n++] = (induct__mask){point, l, n, mask};
+    return INDUCT_OK;
+}
+
+/* Zero the gradient entries that a writing hook at (point, layer) set (see fire). */
+static void mask_grad(const induct__pass *p, uint32_t point, uint32_t l, float *g) {
+    if (!p->masks) return;
+    for (size_t k = 0; k < p->masks->n; k++) {
+        const induct__mask *e = &p->masks->e[k];
+        if (e->point != point || e->layer != l) continue;
+        for (size_t i = 0; i < e->numel; i++)
+            if (e->mask[i]) g[i] = 0.0f;
+    }
+}
+
+/* The pattern mask of layer l (NULL if no writing hook changed it). */
+static const uint8_t *pattern_mask(const induct__pass *p, uint32_t l) {
+    const uint8_t *found = NULL;
+    for (size_t k = 0; p->masks && k < p->masks->n; k++)
+        if (p->masks->e[k].point == INDUCT__HP_PATTERN && p->masks->e[k].layer == l)
+            found = p->masks->e[k].mask; /* one pattern point per layer and pass */
+    return found;
 }
 #define FIRE(point, l, x)                                                                  \
     do {                                                                                   \
@@ -483,10 +543,21 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
     for (int s = 0; s < 2; s++)
-        for (size_t i = 0; i < p->n_hooks[s]; i++)
-            INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes, INDUCT_ENOTSUP,
-                           "a training step or backward pass with a writing hook is not "
-                           "supported");
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (!p->grad || !h->writes) continue;
+            int ok = p->masks && (h->point == INDUCT__HP_RESID_PRE || h->point == INDUCT__HP_Q ||
+                                  h->point == INDUCT__HP_K || h->point == INDUCT__HP_V ||
+                                  h->point == INDUCT__HP_K_SMEARED ||
+                                  h->point == INDUCT__HP_PATTERN || h->point == INDUCT__HP_Z ||
+                                  h->point == INDUCT__HP_RESID_MID ||
+                                  h->point == INDUCT__HP_MLP_PRE ||
+                                  h->point == INDUCT__HP_MLP_POST ||
+                                  h->point == INDUCT__HP_RESID_POST);
+            INDUCT_FAIL_IF(!ok, INDUCT_ENOTSUP,
+                           "writing hooks in a pass with gradients are supported at the "
+                           "residual stream, q/k/v, hook_pattern, hook_z and the MLP only");
+        }
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
@@ -678,12 +749,15 @@ int induct__backward(induct_model *m, const induct__pass *p) {
     for (uint32_t li = c->n_layers; li-- > 0;) {
         const induct__layer_off *o = &m->L[li];
         const induct__layer_act *a = &m->A[li];
+        mask_grad(p, INDUCT__HP_RESID_POST, li, dres);
         if (M) {
             /* resid_post = resid_mid + W_out(gelu(W_in LN2(resid_mid))) */
             float *dpost = W(m->g_mlp), *dpre = W(m->g_mlp2);
             linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
                                 P(o->W_out), N, M, D);
+            mask_grad(p, INDUCT__HP_MLP_POST, li, dpost);
             induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);
+            mask_grad(p, INDUCT__HP_MLP_PRE, li, dpre);
             linear_backward_new(m, dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
                                 M);
             if (c->layer_norm)
@@ -691,16 +765,22 @@ int induct__backward(induct_model *m, const induct__pass *p) {
                                            W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w), N, D, nt);
             else
                 induct__add_inplace(dres, dh_, N * D, nt);
+            mask_grad(p, INDUCT__HP_RESID_MID, li, dres);
         }
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
         induct__colsum(G(o->b_O), dres, N, D, D, nt);
         induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
         induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
+        mask_grad(p, INDUCT__HP_Z, li, dz);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
         induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                     W(a->att), B, T, H, dh, W(m->g_att), nt);
+                                     W(a->att), pattern_mask(p, li), B, T, H, dh, W(m->g_att),
+                                     nt);
+        mask_grad(p, INDUCT__HP_Q, li, dq);
+        mask_grad(p, INDUCT__HP_V, li, dv);
         if (c->smeared_keys) {
+            mask_grad(p, INDUCT__HP_K_SMEARED, li, dk);
             /* dk is d(smeared k); turn it into d(k_raw), reusing g_z (dz no longer needed) */
             float *dkr = W(m->g_z), *dal = W(m->g_alpha);
             induct__smear_backward(dkr, dal, dk, W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
@@ -711,6 +791,7 @@ int induct__backward(induct_model *m, const induct__pass *p) {
                 G(o->alpha)[h] += (float)s;
             }
         }
+        mask_grad(p, INDUCT__HP_K, li, dk);
         if (li == 0 && fold) {
             /* the projections' share of d resid_pre goes straight to W_E and W_pos */
             fold_backward(m, tokens, B, T, dq, dk, dv);
@@ -742,6 +823,7 @@ int induct__backward(induct_model *m, const induct__pass *p) {
         if (c->layer_norm)
             induct__layernorm_backward(dres, G(o->ln1_w), G(o->ln1_b), dh_, W(a->resid_pre),
                                        W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w), N, D, nt);
+        mask_grad(p, INDUCT__HP_RESID_PRE, li, dres);
     }
     induct__embed_backward_par(G(m->W_E),
                                c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,

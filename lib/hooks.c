@@ -192,10 +192,35 @@ static int call_trampoline(void *user, induct_model *m, const induct__pass *p, u
     return INDUCT_OK;
 }
 
-/* Validate, run one pass with the n hooks, copy logits and losses out. */
+/* The caller's hooks as internal ones (writing hooks; *ch and *ih freed by the caller,
+ * also on failure). */
+static int prepare_hooks(induct_model *m, const char *fn, const induct_hook *hooks, size_t n,
+                         uint32_t B, uint32_t T, call_hook **ch_out, induct__hook **ih_out) {
+    *ch_out = NULL;
+    *ih_out = NULL;
+    INDUCT_FAIL_IF(n && !hooks, INDUCT_EINVAL, "%s: hooks is NULL", fn);
+    INDUCT_FAIL_IF(n > 4096, INDUCT_ELIMIT, "%s: %zu hooks (at most 4096)", fn, n);
+    for (size_t i = 0; i < n; i++)
+        INDUCT_FAIL_IF(!hooks[i].fn, INDUCT_EINVAL, "%s: hook %zu has no function", fn, i);
+    call_hook *ch = calloc(n ? n : 1, sizeof *ch);
+    induct__hook *ih = calloc(n ? n : 1, sizeof *ih);
+    *ch_out = ch;
+    *ih_out = ih;
+    INDUCT_FAIL_IF(!ch || !ih, INDUCT_ENOMEM, "%s: out of memory", fn);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t point, layer;
+        ch[i] = (call_hook){hooks[i].name, hooks[i].fn, hooks[i].user, {0}, 0, NULL, 0};
+        INDUCT_TRY(induct__hook_parse(m, hooks[i].name, &point, &layer));
+        ch[i].ndim = induct__hook_shape(m, point, B, T, ch[i].shape);
+        ih[i] = (induct__hook){point, layer, 1, call_trampoline, &ch[i]};
+    }
+    return INDUCT_OK;
+}
+
+/* One pass with the hooks ih (list 1); copy logits and losses out. */
 static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, uint32_t B,
-                      uint32_t T, call_hook *ch, induct__hook *ih, size_t n, int writes,
-                      float *logits_out, size_t logits_cap, float *losses_out, size_t losses_cap,
+                      uint32_t T, const induct__hook *ih, size_t n, float *logits_out,
+                      size_t logits_cap, float *losses_out, size_t losses_cap,
                       double *mean_loss_out) {
     size_t n_logits, n_losses = (size_t)B * (T - 1);
     INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
@@ -205,12 +230,6 @@ static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, ui
                    "%s: logits need %zu floats, buffer holds %zu", fn, n_logits, logits_cap);
     INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
                    "%s: losses need %zu floats, buffer holds %zu", fn, n_losses, losses_cap);
-    for (size_t i = 0; i < n; i++) {
-        uint32_t point, layer;
-        INDUCT_TRY(induct__hook_parse(m, ch[i].name, &point, &layer));
-        ch[i].ndim = induct__hook_shape(m, point, B, T, ch[i].shape);
-        ih[i] = (induct__hook){point, layer, (uint32_t)writes, call_trampoline, &ch[i]};
-    }
     induct__pass p = induct__pass_of(tokens, B, T);
     p.hooks[1] = ih;
     p.n_hooks[1] = n;
@@ -229,19 +248,56 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *token
                                            double *mean_loss_out) {
     const char *fn = "induct_model_run_with_hooks";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_FAIL_IF(n_hooks && !hooks, INDUCT_EINVAL, "%s: hooks is NULL", fn);
-    INDUCT_FAIL_IF(n_hooks > 4096, INDUCT_ELIMIT, "%s: %zu hooks (at most 4096)", fn, n_hooks);
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    for (size_t i = 0; i < n_hooks; i++)
-        INDUCT_FAIL_IF(!hooks[i].fn, INDUCT_EINVAL, "%s: hook %zu has no function", fn, i);
-    call_hook *ch = calloc(n_hooks ? n_hooks : 1, sizeof *ch);
-    induct__hook *ih = calloc(n_hooks ? n_hooks : 1, sizeof *ih);
-    int rc = ch && ih ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
-    for (size_t i = 0; rc == INDUCT_OK && i < n_hooks; i++)
-        ch[i] = (call_hook){hooks[i].name, hooks[i].fn, hooks[i].user, {0}, 0, NULL, 0};
+    call_hook *ch;
+    induct__hook *ih;
+    int rc = prepare_hooks(m, fn, hooks, n_hooks, B, T, &ch, &ih);
     if (rc == INDUCT_OK)
-        rc = run_hooked(m, fn, tokens, B, T, ch, ih, n_hooks, 1, logits_out, logits_cap,
-                        losses_out, losses_cap, mean_loss_out);
+        rc = run_hooked(m, fn, tokens, B, T, ih, n_hooks, logits_out, logits_cap, losses_out,
+                        losses_cap, mean_loss_out);
+    free(ch);
+    free(ih);
+    return rc;
+}
+
+INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
+                                                uint32_t B, uint32_t T, const induct_hook *hooks,
+                                                size_t n_hooks, double *mean_loss_out) {
+    const char *fn = "induct_model_backward_with_hooks";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    call_hook *ch;
+    induct__hook *ih;
+    induct__masks masks = {0, 0, NULL};
+    int rc = prepare_hooks(m, fn, hooks, n_hooks, B, T, &ch, &ih);
+    if (rc == INDUCT_OK) {
+        induct__pass p = induct__pass_of(tokens, B, T);
+        p.hooks[1] = ih;
+        p.n_hooks[1] = n_hooks;
+        p.grad = 1;
+        p.masks = &masks;
+        double mean;
+        rc = induct__forward(m, &p, &mean);
+        if (rc == INDUCT_OK) rc = induct__backward(m, &p);
+        if (rc == INDUCT_OK && mean_loss_out) *mean_loss_out = mean;
+    }
+    induct__masks_free(&masks);
+    free(ch);
+    free(ih);
+    return rc;
+}
+
+INDUCT_API int induct_train_step_with_hooks(induct_optimizer *o, const induct_dataset *d,
+                                            uint32_t B, uint32_t T, const induct_hook *hooks,
+                                            size_t n_hooks, double *loss_out) {
+    const char *fn = "induct_train_step_with_hooks";
+    INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "%s: NULL argument", fn);
+    INDUCT_FAIL_IF(B == 0 || T < 2, INDUCT_EINVAL, "%s: batch must be >= 1 and seq_len >= 2",
+                   fn);
+    call_hook *ch;
+    induct__hook *ih;
+    int rc = prepare_hooks(o->model, fn, hooks, n_hooks, B, T, &ch, &ih);
+    if (rc == INDUCT_OK) rc = induct__train_step(o, d, B, T, ih, n_hooks, loss_out);
     free(ch);
     free(ih);
     return rc;
@@ -270,12 +326,15 @@ INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *token
     induct__hook *ih = calloc(n ? n : 1, sizeof *ih);
     int rc = ch && ih ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     for (size_t i = 0; rc == INDUCT_OK && i < n; i++) {
+        uint32_t point = 0, layer = 0;
         ch[i].name = names[i];
         ch[i].dst = bufs[i];
         rc = induct_model_hook_shape(m, names[i], B, T, NULL, NULL, &ch[i].numel);
+        if (rc == INDUCT_OK) rc = induct__hook_parse(m, names[i], &point, &layer);
+        ih[i] = (induct__hook){point, layer, 0, call_trampoline, &ch[i]};
     }
     if (rc == INDUCT_OK)
-        rc = run_hooked(m, fn, tokens, B, T, ch, ih, n, 0, logits_out, logits_cap, NULL, 0,
+        rc = run_hooked(m, fn, tokens, B, T, ih, n, logits_out, logits_cap, NULL, 0,
                         mean_loss_out);
     free(ch);
     free(ih);

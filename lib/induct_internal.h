@@ -133,6 +133,22 @@ typedef struct induct__hook {
     void *user;
 } induct__hook;
 
+/* What the writing hooks of a forward pass with gradients changed: per (point, layer),
+ * mask[i] = 1 where the hook left another value than the pass computed. The backward
+ * pass treats those entries as constants (no gradient flows to what they replaced);
+ * entries left bit-identical keep their gradient. Filled by induct__forward, read by
+ * induct__backward, freed with induct__masks_free. */
+typedef struct induct__mask {
+    uint32_t point, layer;
+    size_t numel;
+    uint8_t *mask;
+} induct__mask;
+typedef struct induct__masks {
+    size_t n, cap;
+    induct__mask *e;
+} induct__masks;
+void induct__masks_free(induct__masks *ms);
+
 /* Everything about one forward pass. Nothing of it lives on the model. */
 typedef struct induct__pass {
     const int32_t *tokens; /* [B][T], validated */
@@ -141,6 +157,7 @@ typedef struct induct__pass {
     const induct__hook *hooks[2]; /* two lists (e.g. the caller's and a standing provider's) */
     size_t n_hooks[2];
     uint32_t grad;         /* a backward pass follows */
+    induct__masks *masks;  /* with grad and writing hooks: what they changed (else NULL) */
     uint32_t bare;         /* the model's standing intervention (see induct__standing) is off */
     /* Partial passes (forward only, for analyses that change one layer's output):
      * resume = l + 1 starts after layer l's attention, from what the workspace holds
@@ -213,7 +230,7 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
-    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, 0, 0, NULL, 0, NULL};
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),
@@ -235,6 +252,9 @@ void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, doubl
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
+/* train.c: one training step on dataset d with hooks (list 1 of the pass; may be none). */
+int induct__train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
+                       const induct__hook *hooks, size_t n_hooks, double *loss_out);
 void induct__model_ref(induct_model *m);
 /* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
  * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and

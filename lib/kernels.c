@@ -871,8 +871,9 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
 
 void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
                                   const float *q, size_t ldq, const float *k, size_t ldk,
-                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
-                                  size_t H, size_t dh, float *scratch, int nt) {
+                                  const float *v, size_t ldv, const float *att,
+                                  const uint8_t *amask, size_t B, size_t T, size_t H, size_t dh,
+                                  float *scratch, int nt) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
     int simd = induct__simd_active();
@@ -892,18 +893,19 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
         for (idx bh = 0; bh < (idx)(B * H); bh++) {
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
             const float *ab = att + (size_t)bh * T * T;
+            const uint8_t *mb = amask ? amask + (size_t)bh * T * T : NULL;
             float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
             const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
                         *vb = v + r0 * ldv + o;
 #ifdef INDUCT_AVX2
             if (simd) {
-                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
-                                 scale, sc);
+                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, T,
+                                 dh, scale, sc);
                 continue;
             }
 #endif
-            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, T, dh,
-                               scale, sc);
+            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, T,
+                               dh, scale, sc);
         }
     }
 }

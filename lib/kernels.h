@@ -109,11 +109,13 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                                  size_t T, size_t H, size_t dh, float *scratch, int nt,
                                  unsigned stages);
 /* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
- * dz stride ldz); only k <= p touched. */
+ * dz stride ldz); only k <= p touched. amask [B,H,T,T] (or NULL): pattern entries set
+ * to constants (by a hook), which get no gradient (dA = 0 there). */
 void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
                                   const float *q, size_t ldq, const float *k, size_t ldk,
-                                  const float *v, size_t ldv, const float *att, size_t B, size_t T,
-                                  size_t H, size_t dh, float *scratch, int nt);
+                                  const float *v, size_t ldv, const float *att,
+                                  const uint8_t *amask, size_t B, size_t T, size_t H, size_t dh,
+                                  float *scratch, int nt);
 
 /* Cross-entropy forward that also keeps sumexp[B*T] = sum_v exp(logits[v] - max) of every
  * logits row (rows at p = T-1 included, each in [1, V]) for induct__xent_backward_lse.

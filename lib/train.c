@@ -3,12 +3,16 @@
 
 #include "induct_internal.h"
 
-/* One step on the pass p (grad set). */
-static int train_pass(induct_optimizer *o, const induct__pass *p, double *loss_out) {
+/* One step on the pass p (grad set; the masks of its writing hooks kept here). */
+static int train_pass(induct_optimizer *o, induct__pass *p, double *loss_out) {
     induct_model *m = o->model;
     double loss;
-    INDUCT_TRY(induct__forward(m, p, &loss));
-    INDUCT_TRY(induct__backward(m, p));
+    induct__masks masks = {0, 0, NULL};
+    p->masks = &masks;
+    int rc = induct__forward(m, p, &loss);
+    if (rc == INDUCT_OK) rc = induct__backward(m, p);
+    induct__masks_free(&masks);
+    INDUCT_TRY(rc);
     INDUCT_TRY(induct_optimizer_step(o, NULL));
     if (loss_out) *loss_out = loss;
     return INDUCT_OK;
@@ -25,6 +29,11 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *o, const int32_t *toke
 
 INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B,
                                  uint32_t T, double *loss_out) {
+    return induct__train_step(o, d, B, T, NULL, 0, loss_out);
+}
+
+int induct__train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
+                       const induct__hook *hooks, size_t n_hooks, double *loss_out) {
     INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "induct_train_step: NULL argument");
     induct_model *m = o->model;
     INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,
@@ -51,5 +60,7 @@ INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, u
     induct__pass p = induct__pass_of(m->tok_ws, B, T);
     p.grad = 1;
     p.score_pos = induct__dataset_score_pos(d, T);
+    p.hooks[1] = hooks;
+    p.n_hooks[1] = n_hooks;
     return train_pass(o, &p, loss_out);
 }

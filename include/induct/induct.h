@@ -486,7 +486,8 @@ INDUCT_API int induct_model_attention(induct_model *model, const int32_t *tokens
  * With no hook installed the pass is the plain forward pass (same bits, same speed);
  * hooks on the scores or pattern, or that only read, leave every other activation
  * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
- * they run before the caller's at the same point.
+ * they run before the caller's at the same point. Hooks may also stay in training steps
+ * (induct_train_step_with_hooks(), induct_model_backward_with_hooks()).
  * @{ */
 
 /**
@@ -577,6 +578,38 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
                                            float *logits_out, size_t logits_cap,
                                            float *losses_out, size_t losses_cap,
                                            double *mean_loss_out);
+
+/**
+ * @brief Forward and backward with caller hooks: gradients of the mean per-token loss of
+ * the hooked pass into the model's gradient buffer (as induct_model_backward()).
+ *
+ * A writing hook is a constant overwrite for the backward pass: the entries it changed
+ * (compared bit for bit with what the pass computed) pass no gradient to what they
+ * replaced; entries it left unchanged keep their gradient. So a clamped `hook_pattern`
+ * (Singh et al. 2024, "What needs to go right for an induction head?") trains the rest
+ * of the model around the clamp, and a zeroed `hook_z` slice sends no gradient into its
+ * head. A hook that computes its output from its input (a scaling, say) is treated the
+ * same way: its function is not differentiated. Writing hooks are supported at the
+ * residual stream (`hook_resid_pre`, `hook_resid_mid`, `hook_resid_post`), `attn.hook_q`,
+ * `hook_k`, `hook_v`, `hook_k_smeared`, `hook_pattern`, `hook_z` and `mlp.hook_pre`,
+ * `hook_post`; others are refused with ::INDUCT_ENOTSUP.
+ * @param model The model.
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return as induct_model_run_with_hooks() and induct_model_backward(); ::INDUCT_ENOTSUP
+ *         (a writing hook at a point without gradient support); ::INDUCT_ESTATE (heads
+ *         ablated); ::INDUCT_ENOMEM (the record of what the hooks changed: one byte per
+ *         hooked element).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32_t *tokens,
+                                                uint32_t batch, uint32_t seq_len,
+                                                const induct_hook *hooks, size_t n_hooks,
+                                                double *mean_loss_out);
 
 /**
  * @brief One forward pass that copies the activations at `n` named points into caller
@@ -871,6 +904,24 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_ou
  */
 INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *dataset,
                                  uint32_t batch, uint32_t seq_len, double *loss_out);
+
+/**
+ * @brief One training step (as induct_train_step()) with caller hooks in its forward
+ * pass; the backward pass follows what they did (see induct_model_backward_with_hooks()).
+ * @param optimizer The optimizer (and its model).
+ * @param dataset Source of the batch (as induct_train_step()).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
+ * @return as induct_train_step() and induct_model_backward_with_hooks().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_train_step_with_hooks(induct_optimizer *optimizer,
+                                            const induct_dataset *dataset, uint32_t batch,
+                                            uint32_t seq_len, const induct_hook *hooks,
+                                            size_t n_hooks, double *loss_out);
 
 /** @brief As induct_train_step() on caller tokens.
  *  @param opt The optimizer (and through it the model).
