@@ -13,7 +13,7 @@ from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTC
     check_int, new_struct, progress_callback, value
 from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
 from .analysis import ModelAnalysis, _probe_config
-from .hooks import ModelHooks
+from .hooks import ModelHooks, train_step_hooked
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -241,10 +241,15 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
                 _arrays.shaped(ls, (B, T - 1)), mean.value)
 
     def backward(self, tokens):
-        """Forward + backward on tokens; gradients are read with get(name, grad=True)."""
+        """Forward + backward on tokens; gradients are read with get(name, grad=True).
+        Inside `with model.hooks(...)` writing hooks are constant overwrites for the
+        gradients (see induct.hooks)."""
         toks, B, T = _arrays.tokens_in(tokens)
         mean = Out("double")
-        call("induct_model_backward", self, toks, B, T, mean)
+        if getattr(self, "_fwd_hooks", None):  # inside `with model.hooks(...)`
+            self._backward_hooked(toks, B, T, mean)
+        else:
+            call("induct_model_backward", self, toks, B, T, mean)
         return mean.value
 
     def attention(self, tokens):
@@ -606,9 +611,14 @@ class Optimizer(_Handle):
 
     def train_step(self, data, batch=None, seq_len=None):
         """One training step on a Dataset (batch, seq_len required) or on tokens
-        [batch, seq_len]; returns the mean loss before the update (nats)."""
+        [batch, seq_len]; returns the mean loss before the update (nats). Inside
+        `with model.hooks(...)` the hooks run in the step (see induct.hooks)."""
         loss = Out("double")
-        if isinstance(data, Dataset):
+        if getattr(self.model, "_fwd_hooks", None):
+            if isinstance(data, Dataset) and (batch is None or seq_len is None):
+                raise TypeError("train_step(dataset, batch, seq_len)")
+            train_step_hooked(self, self.model, data, batch, seq_len, loss)
+        elif isinstance(data, Dataset):
             if batch is None or seq_len is None:
                 raise TypeError("train_step(dataset, batch, seq_len)")
             call("induct_train_step", self, data, batch, seq_len, loss)

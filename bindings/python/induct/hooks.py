@@ -5,7 +5,9 @@ Every forward pass passes named activations (`hook_embed`, `blocks.1.attn.hook_p
 the logits and an ActivationCache indexed like TransformerLens's (`cache["pattern", 1]`,
 `cache["blocks.0.attn.hook_z"]`); `with model.hooks([(name, fn), ...]):` makes
 `model.forward()` call `fn(activation, name)` with a writable NumPy view at each point
-(return an array to replace the activation, or change the view in place).
+(return an array to replace the activation, or change the view in place); so do
+`model.backward()` and `Optimizer.train_step()` inside the block, whose gradients treat
+what a hook wrote as constants.
 Needs NumPy. The methods live in ModelHooks, a base class of induct.Model."""
 import contextlib
 
@@ -134,22 +136,53 @@ class ModelHooks:
         finally:
             self._fwd_hooks = old
 
-    def _forward_hooked(self, toks, B, T, lg, ls, mean):
-        """forward() with the hooks of the enclosing hooks() blocks."""
+    def _call_hooked(self, name, *args):
+        """Call C function `name` with (..., hooks, n_hooks, ...) spliced in where None
+        stands in args: the hooks of the enclosing hooks() blocks. A hook's exception
+        is re-raised."""
         np = _numpy()
 
         def wrap(f):
-            def fn(act, name):
-                r = f(act, name)
+            def fn(act, hook_name):
+                r = f(act, hook_name)
                 if r is not None:
                     act[...] = np.asarray(r, dtype=np.float32).reshape(act.shape)
             return fn
         arr, keep = hook_array([(n, wrap(f)) for n, f in self._fwd_hooks])
-        V = self.config["d_vocab"]
+        i = next(k for k, a in enumerate(args) if a is _HOOKS)
+        args = args[:i] + (arr, len(self._fwd_hooks)) + args[i + 1:]
         try:
-            call("induct_model_run_with_hooks", self, toks, B, T, arr, len(self._fwd_hooks),
-                 lg, B * T * V if lg is not None else 0, ls, B * (T - 1) if T > 1 else 0, mean)
+            call(name, *args)
         except Exception:
             if keep[0][0] is not None:
                 raise keep[0][0] from None
             raise
+
+    def _forward_hooked(self, toks, B, T, lg, ls, mean):
+        """forward() with the hooks of the enclosing hooks() blocks."""
+        V = self.config["d_vocab"]
+        self._call_hooked("induct_model_run_with_hooks", self, toks, B, T, _HOOKS, lg,
+                          B * T * V if lg is not None else 0, ls, B * (T - 1) if T > 1 else 0,
+                          mean)
+
+    def _backward_hooked(self, toks, B, T, mean):
+        """backward() with the hooks: writing hooks are constant overwrites (no gradient
+        to what they replaced)."""
+        self._call_hooked("induct_model_backward_with_hooks", self, toks, B, T, _HOOKS, mean)
+
+
+#: Stands for the (hooks, n_hooks) pair in ModelHooks._call_hooked's arguments.
+_HOOKS = object()
+
+
+def train_step_hooked(opt, model, data, batch, seq_len, loss):
+    """Optimizer.train_step() inside `with model.hooks(...)`: the step's forward pass runs
+    the hooks and its backward pass follows what they wrote."""
+    from .core import Dataset
+    if isinstance(data, Dataset):
+        model._call_hooked("induct_train_step_with_hooks", opt, data, batch, seq_len, _HOOKS,
+                           loss)
+    else:  # forward + backward + optimizer step, as induct_train_step_tokens
+        toks, B, T = _arrays.tokens_in(data)
+        model._backward_hooked(toks, B, T, loss)
+        call("induct_optimizer_step", opt, Out("double"))

@@ -215,3 +215,63 @@ def test_hook_exception_stops_the_pass():
     with pytest.raises(induct.InvalidArgument, match="unknown hook point"):
         with m.hooks([("hook_nothing", boom)]):
             m.forward(toks)
+
+
+def test_gradients_through_a_pattern_clamp_match_pytorch():
+    """backward() inside model.hooks(): a head's pattern clamped to a constant (the
+    previous-token pattern) and a zeroed z slice give the gradients PyTorch autograd
+    gives for the same overwrites (no gradient to what they replaced)."""
+    m, ref, toks = trained("mlp_ln")
+    T = toks.shape[1]
+    prev = np.zeros((T, T), dtype=np.float32)
+    prev[np.arange(T), np.maximum(np.arange(T) - 1, 0)] = 1.0
+
+    def clamp(p, _name):
+        p[:, 1] = prev
+
+    def zero(z, _name):
+        z[:, :, 0] = 0.0
+    with m.hooks([("blocks.1.attn.hook_pattern", clamp), ("blocks.0.attn.hook_z", zero)]):
+        loss = m.backward(toks)
+    grads = {n: m.get(n, grad=True) for n in m.tensor_names()}
+
+    def tclamp(p):
+        p = p.clone()
+        p[:, 1] = torch.from_numpy(prev).double()
+        return p
+
+    def tzero(z):
+        z = z.clone()
+        z[:, :, 0] = 0.0
+        return z
+    t = torch.from_numpy(toks.astype(np.int64))
+    logits = ref(t, {"blocks.1.attn.hook_pattern": tclamp, "blocks.0.attn.hook_z": tzero})
+    ref_loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                                 t[:, 1:].reshape(-1))
+    ref_loss.backward()
+    assert loss == pytest.approx(ref_loss.item(), rel=1e-5)
+    ref_grads = dict(ref.named_parameters())
+    for name, g in grads.items():
+        r = ref_grads[name].grad.numpy()
+        assert np.abs(g - r).max() <= 1e-4 * np.abs(r).max() + 1e-7, name
+    # the clamped head's queries and keys get no gradient at all
+    assert not grads["blocks.1.attn.W_Q"][1].any() and not grads["blocks.1.attn.W_K"][1].any()
+    assert grads["blocks.1.attn.W_Q"][0].any()
+
+
+def test_train_step_inside_hooks():
+    m, _, toks = trained("smeared")
+    o = induct.Optimizer(m, lr=1e-2, weight_decay=0.0)
+    before = m.get("blocks.0.attn.W_Q").copy()
+    T = toks.shape[1]
+    prev = np.zeros((T, T), dtype=np.float32)
+    prev[np.arange(T), np.maximum(np.arange(T) - 1, 0)] = 1.0
+
+    def clamp(p, _name):
+        p[:, 0] = prev
+    with m.hooks([("blocks.0.attn.hook_pattern", clamp)]):
+        o.train_step(toks)
+        o.train_step(induct.Dataset.rrt(d_vocab=11, min_block=3, seed=4), 3, 12)
+    after = m.get("blocks.0.attn.W_Q")
+    assert np.array_equal(after[0], before[0])  # the clamped head's W_Q had no gradient
+    assert not np.array_equal(after[1], before[1])
