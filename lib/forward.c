@@ -457,7 +457,8 @@ static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
         for (size_t u = 1; u < V; u++) mx = l[u] > mx ? l[u] : mx;
         double e = 0.0;
         for (size_t u = 0; u < V; u++) e += exp((double)l[u] - mx);
-        p->row_loss[i] = log(e) + mx - l[p->tokens[p->rows[i] + 1]];
+        /* the max cancels first, as in the cross-entropy kernel */
+        p->row_loss[i] = log(e) + ((double)mx - (double)l[p->tokens[p->rows[i] + 1]]);
         sum += p->row_loss[i];
     }
     return sum;
