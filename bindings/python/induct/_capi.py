@@ -249,7 +249,7 @@ STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
            "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
            "induct_token_file_config": TokenFileConfig,
-           "induct_generate_config": GenerateConfig}
+           "induct_generate_config": GenerateConfig, "induct_hook": Hook}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)

@@ -85,6 +85,11 @@ int main(void) {
     BEGIN();
     F(size); F(max_new_tokens); F(reserved0); F(temperature); F(seed);
 #undef S
+    /* hook points */
+#define S induct_hook
+    BEGIN();
+    F(name); F(fn); F(user);
+#undef S
     printf("}}}\n");
     return 0;
 }
