@@ -139,7 +139,7 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
     }
     if (rc == INDUCT_OK) {
         for (size_t i = 0; i < L * H; i++) out[i] = (float)(dsum[i] / ev->n_seq);
-        *icl_out = st / ev->n_seq - se / ev->n_seq;
+        *icl_out = induct__icl(st, se, ev->n_seq);
     }
     free(clean), free(zd), free(frozen), free(base), free(abl), free(dsum), free(rows), free(hk);
     return rc;

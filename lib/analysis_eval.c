@@ -137,7 +137,7 @@ int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl) {
             st += L[(size_t)b * T1 + ev->t];
         }
     }
-    *icl = st / ev->n_seq - se / ev->n_seq;
+    *icl = induct__icl(st, se, ev->n_seq);
     return INDUCT_OK;
 }
 

@@ -56,6 +56,13 @@ int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
                         int need_icl, const char *fn);
 
+/* The ICL score (ICL paper, "Key Concepts") from the sums over n sequences of the
+ * losses at the late and the early index: mean late loss − mean early loss, nats. The
+ * one place the formula is written. */
+static inline double induct__icl(double late_sum, double early_sum, uint32_t n) {
+    return late_sum / n - early_sum / n;
+}
+
 /* ---- head ablations (ablation.c): a standing intervention of hooks ------------------ */
 #define INDUCT__ABL_NONE 0
 #define INDUCT__ABL_ZERO 1

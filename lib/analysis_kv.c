@@ -1,16 +1,10 @@
 /* Key-value retrieval read-outs (seed 002): accuracy at the answer position and the
  * attention from the query to the value position, per head. Batch 0 of the eval
- * split, run through the model in chunks so the workspace stays small. */
+ * split, run through the model in the chunks of induct__forward_chunks (the bits of one
+ * pass, a workspace that stays small). */
 #include <stdlib.h>
 
 #include "induct_internal.h"
-
-/* Rows per forward: at most ~8192 tokens, at least one row. */
-static uint32_t chunk_rows(uint32_t n_seq, uint32_t T) {
-    uint32_t c = 8192u / T;
-    if (c < 1) c = 1;
-    return c < n_seq ? c : n_seq;
-}
 
 typedef struct kv_eval {
     int32_t *tok;  /* [n_seq][T] */
@@ -45,7 +39,8 @@ static int kv_eval_make(induct_model *m, const induct_dataset *d, uint32_t n_seq
     induct__bytes_add(&tmp, n, sizeof(int32_t));
     induct__bytes_add(&tmp, ni, sizeof(int32_t));
     INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
-    INDUCT_TRY(induct__model_check_workspace(m, chunk_rows(n_seq, T), T, tmp.n));
+    INDUCT_TRY(induct__model_check_workspace(m, induct__forward_chunk_rows(m, n_seq, T), T,
+                                             tmp.n));
     e->tok = malloc(n * sizeof *e->tok);
     e->info = malloc(ni * sizeof *e->info);
     if (!e->tok || !e->info) {
@@ -59,37 +54,69 @@ static int kv_eval_make(induct_model *m, const induct_dataset *d, uint32_t n_seq
     return rc;
 }
 
+/* One pass over the set in induct__forward_chunks' chunks; fn reads each chunk. */
+typedef struct kv_pass {
+    kv_eval e;
+    const char *fn;
+    uint32_t T;
+    size_t correct; /* accuracy */
+    double *acc;    /* attention: [n_layers][n_heads] sums */
+} kv_pass;
+
+static int kv_run(induct_model *m, const induct_dataset *d, uint32_t n_seq, uint32_t T,
+                  kv_pass *kp, induct__chunk_fn fn) {
+    INDUCT_TRY(kv_eval_make(m, d, n_seq, T, &kp->e, kp->fn));
+    kp->T = T;
+    atomic_store(&m->interrupt, 0);
+    int rc = induct__model_validate_tokens(m, kp->e.tok, n_seq, T);
+    if (rc == INDUCT_OK) rc = induct__forward_chunks(m, kp->e.tok, n_seq, T, fn, kp, NULL);
+    kv_eval_free(&kp->e);
+    return rc;
+}
+
+static int kv_interrupted(induct_model *m, const kv_pass *kp) {
+    INDUCT_FAIL_IF(atomic_load(&m->interrupt), INDUCT_EINTERRUPTED, "%s: interrupted", kp->fn);
+    return INDUCT_OK;
+}
+
+/* Is the argmax of the logits at the answer position the answer token? */
+static int accuracy_chunk(void *user, induct_model *m, uint32_t s, uint32_t nb) {
+    kv_pass *kp = user;
+    uint32_t V = m->cfg.d_vocab, T = kp->T;
+    const float *logits = induct__ws(m, m->a_logits);
+    for (uint32_t b = 0; b < nb; b++) {
+        const int32_t *info = kp->e.info + (size_t)(s + b) * INDUCT_KV_INFO_COLS;
+        const float *l = logits + ((size_t)b * T + (size_t)info[INDUCT_KV_ANSWER_POS]) * V;
+        uint32_t best = 0;
+        for (uint32_t v = 1; v < V; v++)
+            if (l[v] > l[best]) best = v;
+        kp->correct += best == (uint32_t)info[INDUCT_KV_ANSWER_TOKEN];
+    }
+    return kv_interrupted(m, kp);
+}
+
 INDUCT_API int induct_analysis_kv_accuracy(induct_model *m, const induct_dataset *d,
                                            uint32_t n_seq, uint32_t T, double *acc_out) {
     INDUCT_FAIL_IF(!acc_out, INDUCT_EINVAL, "induct_analysis_kv_accuracy: accuracy_out is NULL");
-    kv_eval e;
-    INDUCT_TRY(kv_eval_make(m, d, n_seq, T, &e, "induct_analysis_kv_accuracy"));
-    atomic_store(&m->interrupt, 0);
-    uint32_t V = m->cfg.d_vocab, ch = chunk_rows(n_seq, T);
-    size_t correct = 0;
-    int rc = INDUCT_OK;
-    for (uint32_t s = 0; s < n_seq && rc == INDUCT_OK; s += ch) {
-        uint32_t nb = n_seq - s < ch ? n_seq - s : ch;
-        const int32_t *tok = e.tok + (size_t)s * T;
-        rc = induct__model_validate_tokens(m, tok, nb, T);
-        induct__pass p = induct__pass_of(tok, nb, T);
-        if (rc == INDUCT_OK) rc = induct__forward(m, &p, NULL);
-        if (rc != INDUCT_OK) break;
-        const float *logits = induct__ws(m, m->a_logits);
-        for (uint32_t b = 0; b < nb; b++) {
-            const int32_t *info = e.info + (size_t)(s + b) * INDUCT_KV_INFO_COLS;
-            const float *l = logits + ((size_t)b * T + (size_t)info[INDUCT_KV_ANSWER_POS]) * V;
-            uint32_t best = 0;
-            for (uint32_t v = 1; v < V; v++)
-                if (l[v] > l[best]) best = v;
-            correct += best == (uint32_t)info[INDUCT_KV_ANSWER_TOKEN];
-        }
-        if (atomic_load(&m->interrupt))
-            rc = induct__fail(INDUCT_EINTERRUPTED, "induct_analysis_kv_accuracy: interrupted");
-    }
-    if (rc == INDUCT_OK) *acc_out = (double)correct / (double)n_seq;
-    kv_eval_free(&e);
-    return rc;
+    kv_pass kp = {.fn = "induct_analysis_kv_accuracy"};
+    INDUCT_TRY(kv_run(m, d, n_seq, T, &kp, accuracy_chunk));
+    *acc_out = (double)kp.correct / (double)n_seq;
+    return INDUCT_OK;
+}
+
+/* Attention from the answer position to the value position, summed per head. */
+static int attention_chunk(void *user, induct_model *m, uint32_t s, uint32_t nb) {
+    kv_pass *kp = user;
+    uint32_t H = m->cfg.n_heads, T = kp->T;
+    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
+        for (uint32_t h = 0; h < H; h++)
+            for (uint32_t b = 0; b < nb; b++) {
+                const int32_t *info = kp->e.info + (size_t)(s + b) * INDUCT_KV_INFO_COLS;
+                const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
+                kp->acc[(size_t)l * H + h] += A[(size_t)info[INDUCT_KV_ANSWER_POS] * T +
+                                                (size_t)info[INDUCT_KV_VALUE_POS]];
+            }
+    return kv_interrupted(m, kp);
 }
 
 INDUCT_API int induct_analysis_kv_attention(induct_model *m, const induct_dataset *d,
@@ -102,34 +129,12 @@ INDUCT_API int induct_analysis_kv_attention(induct_model *m, const induct_datase
                    "induct_analysis_kv_attention: needs %zu floats ([n_layers][n_heads]), buffer "
                    "holds %zu",
                    need, out ? out_cap : 0);
-    kv_eval e;
-    INDUCT_TRY(kv_eval_make(m, d, n_seq, T, &e, "induct_analysis_kv_attention"));
-    atomic_store(&m->interrupt, 0);
-    uint32_t H = m->cfg.n_heads, ch = chunk_rows(n_seq, T);
-    double *acc = calloc(need, sizeof *acc);
-    int rc = acc ? INDUCT_OK
-                 : induct__fail(INDUCT_ENOMEM, "induct_analysis_kv_attention: out of memory");
-    for (uint32_t s = 0; s < n_seq && rc == INDUCT_OK; s += ch) {
-        uint32_t nb = n_seq - s < ch ? n_seq - s : ch;
-        const int32_t *tok = e.tok + (size_t)s * T;
-        rc = induct__model_validate_tokens(m, tok, nb, T);
-        induct__pass p = induct__pass_of(tok, nb, T);
-        if (rc == INDUCT_OK) rc = induct__forward(m, &p, NULL);
-        if (rc != INDUCT_OK) break;
-        for (uint32_t l = 0; l < m->cfg.n_layers; l++)
-            for (uint32_t h = 0; h < H; h++)
-                for (uint32_t b = 0; b < nb; b++) {
-                    const int32_t *info = e.info + (size_t)(s + b) * INDUCT_KV_INFO_COLS;
-                    const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
-                    acc[(size_t)l * H + h] += A[(size_t)info[INDUCT_KV_ANSWER_POS] * T +
-                                                (size_t)info[INDUCT_KV_VALUE_POS]];
-                }
-        if (atomic_load(&m->interrupt))
-            rc = induct__fail(INDUCT_EINTERRUPTED, "induct_analysis_kv_attention: interrupted");
-    }
+    kv_pass kp = {.fn = "induct_analysis_kv_attention"};
+    kp.acc = calloc(need, sizeof *kp.acc);
+    INDUCT_FAIL_IF(!kp.acc, INDUCT_ENOMEM, "induct_analysis_kv_attention: out of memory");
+    int rc = kv_run(m, d, n_seq, T, &kp, attention_chunk);
     if (rc == INDUCT_OK)
-        for (size_t i = 0; i < need; i++) out[i] = (float)(acc[i] / (double)n_seq);
-    free(acc);
-    kv_eval_free(&e);
+        for (size_t i = 0; i < need; i++) out[i] = (float)(kp.acc[i] / (double)n_seq);
+    free(kp.acc);
     return rc;
 }

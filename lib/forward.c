@@ -837,7 +837,7 @@ int induct__backward(induct_model *m, const induct__pass *p) {
 /* Sequences per chunk of a forward-only evaluation: about 4096 tokens, so that the
  * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
  * batch of the current workspace for this T, which is already allocated and warm. */
-static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
+uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T) {
 #ifndef _OPENMP
     /* without OpenMP, OpenBLAS (its OpenMP build) threads each call itself and splits
      * rows by the call's size: chunks would change the bits */
@@ -860,12 +860,12 @@ static uint32_t eval_chunk(const induct_model *m, uint32_t B, uint32_t T) {
     if (c < g) c = g;
     /* the same layer-0 path as one pass, or no chunks */
     if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = B;
-    return c;
+    return c < B ? c : (B ? B : 1);
 }
 
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum) {
-    uint32_t chunk = eval_chunk(m, B, T);
+    uint32_t chunk = induct__forward_chunk_rows(m, B, T);
     double sum = 0.0;
     for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
         uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
@@ -912,7 +912,7 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
         /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched
          * on failure; the same bits and mean as one pass */
         float *staged = NULL;
-        if (losses_out && B > eval_chunk(m, B, T)) {
+        if (losses_out && B > induct__forward_chunk_rows(m, B, T)) {
             staged = malloc(n_losses * sizeof *staged);
             INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
         }

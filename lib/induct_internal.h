@@ -251,6 +251,8 @@ typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32
 void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
+/* Sequences per chunk of induct__forward_chunks for (B, T) (for memory checks). */
+uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
 /* train.c: one training step on dataset d with hooks (list 1 of the pass; may be none). */
 int induct__train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,

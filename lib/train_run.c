@@ -252,7 +252,8 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
          * >= 501); loss_by_position: mean_b L_b[p] for p = 0 … seq_len-2, nats */
         if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_ICL_SCORE))
             rc = add_num(rec, "icl_score",
-                         acc.pos_sum[ec.late - 1] / E - acc.pos_sum[ec.early - 1] / E, 0);
+                         induct__icl(acc.pos_sum[ec.late - 1], acc.pos_sum[ec.early - 1], E),
+                         0);
         if (rc == INDUCT_OK && (want & INDUCT_TRAIN_METRIC_LOSS_BY_POSITION)) {
             float *lbp = malloc((size_t)(T - 1) * sizeof *lbp);
             if (!lbp) rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory");
