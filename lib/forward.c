@@ -934,6 +934,85 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
     return INDUCT_OK;
 }
 
+/* One pass with hooks (list 1); logits and losses copied out (buffers checked first). */
+static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, uint32_t B,
+                      uint32_t T, const induct__call_hooks *h, float *logits_out,
+                      size_t logits_cap, float *losses_out, size_t losses_cap,
+                      double *mean_loss_out) {
+    size_t n_logits, n_losses = (size_t)B * (T - 1);
+    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
+                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
+                   m->cfg.d_vocab);
+    INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
+                   "%s: logits need %zu floats, buffer holds %zu", fn, n_logits, logits_cap);
+    INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
+                   "%s: losses need %zu floats, buffer holds %zu", fn, n_losses, losses_cap);
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.hooks[1] = h->ih;
+    p.n_hooks[1] = h->n;
+    double mean;
+    INDUCT_TRY(induct__forward(m, &p, &mean));
+    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
+    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    if (mean_loss_out) *mean_loss_out = mean;
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *tokens, uint32_t B,
+                                           uint32_t T, const induct_hook *hooks, size_t n_hooks,
+                                           float *logits_out, size_t logits_cap,
+                                           float *losses_out, size_t losses_cap,
+                                           double *mean_loss_out) {
+    const char *fn = "induct_model_run_with_hooks";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    induct__call_hooks h;
+    INDUCT_TRY(induct__hooks_from_caller(&h, m, fn, hooks, n_hooks, B, T));
+    int rc = run_hooked(m, fn, tokens, B, T, &h, logits_out, logits_cap, losses_out,
+                        losses_cap, mean_loss_out);
+    induct__hooks_free(&h);
+    return rc;
+}
+
+INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *tokens, uint32_t B,
+                                           uint32_t T, const char *const *names,
+                                           float *const *bufs, const size_t *caps, size_t n,
+                                           float *logits_out, size_t logits_cap,
+                                           double *mean_loss_out) {
+    const char *fn = "induct_model_run_with_cache";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    induct__call_hooks h;
+    INDUCT_TRY(induct__hooks_for_cache(&h, m, fn, names, bufs, caps, n, B, T));
+    int rc = run_hooked(m, fn, tokens, B, T, &h, logits_out, logits_cap, NULL, 0,
+                        mean_loss_out);
+    induct__hooks_free(&h);
+    return rc;
+}
+
+INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
+                                                uint32_t B, uint32_t T, const induct_hook *hooks,
+                                                size_t n_hooks, double *mean_loss_out) {
+    const char *fn = "induct_model_backward_with_hooks";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
+    induct__call_hooks h;
+    INDUCT_TRY(induct__hooks_from_caller(&h, m, fn, hooks, n_hooks, B, T));
+    induct__masks masks = {0, 0, NULL};
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.hooks[1] = h.ih;
+    p.n_hooks[1] = h.n;
+    p.grad = 1;
+    p.masks = &masks;
+    double mean;
+    int rc = induct__forward(m, &p, &mean);
+    if (rc == INDUCT_OK) rc = induct__backward(m, &p);
+    if (rc == INDUCT_OK && mean_loss_out) *mean_loss_out = mean;
+    induct__masks_free(&masks);
+    induct__hooks_free(&h);
+    return rc;
+}
+
 INDUCT_API int induct_model_backward(induct_model *m, const int32_t *tokens, uint32_t B,
                                      uint32_t T, double *mean_loss_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_backward: model is NULL");

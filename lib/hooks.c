@@ -1,6 +1,6 @@
-/* Hook points: the names (TransformerLens's), their shapes and when they exist, and the
- * public calls that run a pass with caller hooks or copy activations out (a cache).
- * The pass itself (forward.c) fires the hooks. */
+/* Hook points: the names (TransformerLens's), their shapes and when they exist, and a
+ * caller's hooks (or a cache's copies) as the internal hooks of a pass. The passes that
+ * take them are in forward.c and train.c, which fire the hooks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,19 +168,19 @@ INDUCT_API int induct_model_hook_point(const induct_model *m, size_t index, char
     return INDUCT_OK;
 }
 
-/* A caller's hook as an internal one. */
-typedef struct call_hook {
+/* A caller's hook (or a cache's copy) as an internal one. */
+struct induct__call_hook {
     const char *name;
     induct_hook_fn fn;
     void *user;
     uint32_t shape[4], ndim;
     float *dst; /* cache: copy here */
     size_t numel;
-} call_hook;
+};
 
 static int call_trampoline(void *user, induct_model *m, const induct__pass *p, uint32_t point,
                            uint32_t l, float *x) {
-    const call_hook *c = user;
+    const struct induct__call_hook *c = user;
     (void)m, (void)p, (void)point, (void)l;
     if (c->dst) {
         memcpy(c->dst, x, c->numel * sizeof *x);
@@ -192,128 +192,65 @@ static int call_trampoline(void *user, induct_model *m, const induct__pass *p, u
     return INDUCT_OK;
 }
 
-/* The caller's hooks as internal ones (writing hooks; *ch and *ih freed by the caller,
- * also on failure). */
-static int prepare_hooks(induct_model *m, const char *fn, const induct_hook *hooks, size_t n,
-                         uint32_t B, uint32_t T, call_hook **ch_out, induct__hook **ih_out) {
-    *ch_out = NULL;
-    *ih_out = NULL;
-    INDUCT_FAIL_IF(n && !hooks, INDUCT_EINVAL, "%s: hooks is NULL", fn);
+void induct__hooks_free(induct__call_hooks *h) {
+    free(h->ch);
+    free(h->ih);
+    memset(h, 0, sizeof *h);
+}
+
+static int hooks_alloc(induct__call_hooks *h, const char *fn, size_t n) {
+    memset(h, 0, sizeof *h);
     INDUCT_FAIL_IF(n > 4096, INDUCT_ELIMIT, "%s: %zu hooks (at most 4096)", fn, n);
-    for (size_t i = 0; i < n; i++)
+    h->ch = calloc(n ? n : 1, sizeof *h->ch);
+    h->ih = calloc(n ? n : 1, sizeof *h->ih);
+    if (!h->ch || !h->ih) {
+        induct__hooks_free(h);
+        return induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+    }
+    h->n = n;
+    return INDUCT_OK;
+}
+
+/* Entry i: name, shape for (B, T), the internal hook (writes or only reads). */
+static int hooks_entry(induct__call_hooks *h, induct_model *m, size_t i, const char *name,
+                       uint32_t B, uint32_t T, uint32_t writes) {
+    uint32_t point, layer;
+    struct induct__call_hook *c = &h->ch[i];
+    c->name = name;
+    INDUCT_TRY(induct__hook_parse(m, name, &point, &layer));
+    c->ndim = induct__hook_shape(m, point, B, T, c->shape);
+    c->numel = 1;
+    for (uint32_t k = 0; k < c->ndim; k++) c->numel *= c->shape[k]; /* checked by the caller */
+    h->ih[i] = (induct__hook){point, layer, writes, call_trampoline, c};
+    return INDUCT_OK;
+}
+
+int induct__hooks_from_caller(induct__call_hooks *h, induct_model *m, const char *fn,
+                              const induct_hook *hooks, size_t n, uint32_t B, uint32_t T) {
+    memset(h, 0, sizeof *h);
+    INDUCT_FAIL_IF(n && !hooks, INDUCT_EINVAL, "%s: hooks is NULL", fn);
+    for (size_t i = 0; i < n && i <= 4096; i++)
         INDUCT_FAIL_IF(!hooks[i].fn, INDUCT_EINVAL, "%s: hook %zu has no function", fn, i);
-    call_hook *ch = calloc(n ? n : 1, sizeof *ch);
-    induct__hook *ih = calloc(n ? n : 1, sizeof *ih);
-    *ch_out = ch;
-    *ih_out = ih;
-    INDUCT_FAIL_IF(!ch || !ih, INDUCT_ENOMEM, "%s: out of memory", fn);
+    INDUCT_TRY(hooks_alloc(h, fn, n));
     for (size_t i = 0; i < n; i++) {
-        uint32_t point, layer;
-        ch[i] = (call_hook){hooks[i].name, hooks[i].fn, hooks[i].user, {0}, 0, NULL, 0};
-        INDUCT_TRY(induct__hook_parse(m, hooks[i].name, &point, &layer));
-        ch[i].ndim = induct__hook_shape(m, point, B, T, ch[i].shape);
-        ih[i] = (induct__hook){point, layer, 1, call_trampoline, &ch[i]};
+        h->ch[i].fn = hooks[i].fn;
+        h->ch[i].user = hooks[i].user;
+        int rc = hooks_entry(h, m, i, hooks[i].name, B, T, 1);
+        if (rc != INDUCT_OK) {
+            induct__hooks_free(h);
+            return rc;
+        }
     }
     return INDUCT_OK;
 }
 
-/* One pass with the hooks ih (list 1); copy logits and losses out. */
-static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, uint32_t B,
-                      uint32_t T, const induct__hook *ih, size_t n, float *logits_out,
-                      size_t logits_cap, float *losses_out, size_t losses_cap,
-                      double *mean_loss_out) {
-    size_t n_logits, n_losses = (size_t)B * (T - 1);
-    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
-                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
-                   m->cfg.d_vocab);
-    INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
-                   "%s: logits need %zu floats, buffer holds %zu", fn, n_logits, logits_cap);
-    INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
-                   "%s: losses need %zu floats, buffer holds %zu", fn, n_losses, losses_cap);
-    induct__pass p = induct__pass_of(tokens, B, T);
-    p.hooks[1] = ih;
-    p.n_hooks[1] = n;
-    double mean;
-    INDUCT_TRY(induct__forward(m, &p, &mean));
-    if (logits_out) memcpy(logits_out, induct__ws(m, m->a_logits), n_logits * sizeof(float));
-    if (losses_out) memcpy(losses_out, induct__ws(m, m->a_losses), n_losses * sizeof(float));
-    if (mean_loss_out) *mean_loss_out = mean;
-    return INDUCT_OK;
-}
-
-INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *tokens, uint32_t B,
-                                           uint32_t T, const induct_hook *hooks, size_t n_hooks,
-                                           float *logits_out, size_t logits_cap,
-                                           float *losses_out, size_t losses_cap,
-                                           double *mean_loss_out) {
-    const char *fn = "induct_model_run_with_hooks";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    call_hook *ch;
-    induct__hook *ih;
-    int rc = prepare_hooks(m, fn, hooks, n_hooks, B, T, &ch, &ih);
-    if (rc == INDUCT_OK)
-        rc = run_hooked(m, fn, tokens, B, T, ih, n_hooks, logits_out, logits_cap, losses_out,
-                        losses_cap, mean_loss_out);
-    free(ch);
-    free(ih);
-    return rc;
-}
-
-INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
-                                                uint32_t B, uint32_t T, const induct_hook *hooks,
-                                                size_t n_hooks, double *mean_loss_out) {
-    const char *fn = "induct_model_backward_with_hooks";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    call_hook *ch;
-    induct__hook *ih;
-    induct__masks masks = {0, 0, NULL};
-    int rc = prepare_hooks(m, fn, hooks, n_hooks, B, T, &ch, &ih);
-    if (rc == INDUCT_OK) {
-        induct__pass p = induct__pass_of(tokens, B, T);
-        p.hooks[1] = ih;
-        p.n_hooks[1] = n_hooks;
-        p.grad = 1;
-        p.masks = &masks;
-        double mean;
-        rc = induct__forward(m, &p, &mean);
-        if (rc == INDUCT_OK) rc = induct__backward(m, &p);
-        if (rc == INDUCT_OK && mean_loss_out) *mean_loss_out = mean;
-    }
-    induct__masks_free(&masks);
-    free(ch);
-    free(ih);
-    return rc;
-}
-
-INDUCT_API int induct_train_step_with_hooks(induct_optimizer *o, const induct_dataset *d,
-                                            uint32_t B, uint32_t T, const induct_hook *hooks,
-                                            size_t n_hooks, double *loss_out) {
-    const char *fn = "induct_train_step_with_hooks";
-    INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "%s: NULL argument", fn);
-    INDUCT_FAIL_IF(B == 0 || T < 2, INDUCT_EINVAL, "%s: batch must be >= 1 and seq_len >= 2",
-                   fn);
-    call_hook *ch;
-    induct__hook *ih;
-    int rc = prepare_hooks(o->model, fn, hooks, n_hooks, B, T, &ch, &ih);
-    if (rc == INDUCT_OK) rc = induct__train_step(o, d, B, T, ih, n_hooks, loss_out);
-    free(ch);
-    free(ih);
-    return rc;
-}
-
-INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *tokens, uint32_t B,
-                                           uint32_t T, const char *const *names,
-                                           float *const *bufs, const size_t *caps, size_t n,
-                                           float *logits_out, size_t logits_cap,
-                                           double *mean_loss_out) {
-    const char *fn = "induct_model_run_with_cache";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+int induct__hooks_for_cache(induct__call_hooks *h, induct_model *m, const char *fn,
+                            const char *const *names, float *const *bufs, const size_t *caps,
+                            size_t n, uint32_t B, uint32_t T) {
+    memset(h, 0, sizeof *h);
     INDUCT_FAIL_IF(n && (!names || !bufs || !caps), INDUCT_EINVAL,
                    "%s: names, bufs and caps must not be NULL", fn);
     INDUCT_FAIL_IF(n > 4096, INDUCT_ELIMIT, "%s: %zu points (at most 4096)", fn, n);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
     /* every buffer is checked before the pass: on failure none is written */
     for (size_t i = 0; i < n; i++) {
         size_t need;
@@ -322,21 +259,14 @@ INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *token
                        "%s: '%s' needs %zu floats, buffer %zu holds %zu", fn, names[i], need, i,
                        bufs[i] ? caps[i] : 0);
     }
-    call_hook *ch = calloc(n ? n : 1, sizeof *ch);
-    induct__hook *ih = calloc(n ? n : 1, sizeof *ih);
-    int rc = ch && ih ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
-    for (size_t i = 0; rc == INDUCT_OK && i < n; i++) {
-        uint32_t point = 0, layer = 0;
-        ch[i].name = names[i];
-        ch[i].dst = bufs[i];
-        rc = induct_model_hook_shape(m, names[i], B, T, NULL, NULL, &ch[i].numel);
-        if (rc == INDUCT_OK) rc = induct__hook_parse(m, names[i], &point, &layer);
-        ih[i] = (induct__hook){point, layer, 0, call_trampoline, &ch[i]};
+    INDUCT_TRY(hooks_alloc(h, fn, n));
+    for (size_t i = 0; i < n; i++) {
+        h->ch[i].dst = bufs[i];
+        int rc = hooks_entry(h, m, i, names[i], B, T, 0);
+        if (rc != INDUCT_OK) {
+            induct__hooks_free(h);
+            return rc;
+        }
     }
-    if (rc == INDUCT_OK)
-        rc = run_hooked(m, fn, tokens, B, T, ih, n, logits_out, logits_cap, NULL, 0,
-                        mean_loss_out);
-    free(ch);
-    free(ih);
-    return rc;
+    return INDUCT_OK;
 }

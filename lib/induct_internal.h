@@ -179,6 +179,21 @@ uint32_t induct__hook_shape(const induct_model *m, uint32_t point, uint32_t B, u
 int induct__hook_parse(const induct_model *m, const char *name, uint32_t *point,
                        uint32_t *layer);
 
+/* A caller's hooks (public induct_hook) or a cache's copies as n internal hooks
+ * (hooks.c): names parsed, shapes for (B, T), cache buffers checked; freed with
+ * induct__hooks_free (also safe after a failure). */
+typedef struct induct__call_hooks {
+    struct induct__call_hook *ch;
+    induct__hook *ih;
+    size_t n;
+} induct__call_hooks;
+int induct__hooks_from_caller(induct__call_hooks *h, induct_model *m, const char *fn,
+                              const induct_hook *hooks, size_t n, uint32_t B, uint32_t T);
+int induct__hooks_for_cache(induct__call_hooks *h, induct_model *m, const char *fn,
+                            const char *const *names, float *const *bufs, const size_t *caps,
+                            size_t n, uint32_t B, uint32_t T);
+void induct__hooks_free(induct__call_hooks *h);
+
 /* A standing intervention on every pass of the model until removed (the head ablations
  * install one): run() performs the pass `p` with its own hooks added (it may run extra
  * passes first) by calling induct__forward on a copy marked `bare`; release() frees
@@ -254,9 +269,6 @@ int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, u
 /* Sequences per chunk of induct__forward_chunks for (B, T) (for memory checks). */
 uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
-/* train.c: one training step on dataset d with hooks (list 1 of the pass; may be none). */
-int induct__train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
-                       const induct__hook *hooks, size_t n_hooks, double *loss_out);
 void induct__model_ref(induct_model *m);
 /* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
  * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and

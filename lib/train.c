@@ -27,13 +27,31 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *o, const int32_t *toke
     return train_pass(o, &p, loss_out);
 }
 
+static int train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
+                      const induct__hook *hooks, size_t n_hooks, double *loss_out);
+
 INDUCT_API int induct_train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B,
                                  uint32_t T, double *loss_out) {
-    return induct__train_step(o, d, B, T, NULL, 0, loss_out);
+    return train_step(o, d, B, T, NULL, 0, loss_out);
 }
 
-int induct__train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
-                       const induct__hook *hooks, size_t n_hooks, double *loss_out) {
+INDUCT_API int induct_train_step_with_hooks(induct_optimizer *o, const induct_dataset *d,
+                                            uint32_t B, uint32_t T, const induct_hook *hooks,
+                                            size_t n_hooks, double *loss_out) {
+    const char *fn = "induct_train_step_with_hooks";
+    INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "%s: NULL argument", fn);
+    INDUCT_FAIL_IF(B == 0 || T < 2, INDUCT_EINVAL, "%s: batch must be >= 1 and seq_len >= 2",
+                   fn);
+    induct__call_hooks h;
+    INDUCT_TRY(induct__hooks_from_caller(&h, o->model, fn, hooks, n_hooks, B, T));
+    int rc = train_step(o, d, B, T, h.ih, h.n, loss_out);
+    induct__hooks_free(&h);
+    return rc;
+}
+
+/* One step on a batch of d with the hooks (list 1 of the pass; may be none). */
+static int train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,
+                      const induct__hook *hooks, size_t n_hooks, double *loss_out) {
     INDUCT_FAIL_IF(!o || !d, INDUCT_EINVAL, "induct_train_step: NULL argument");
     induct_model *m = o->model;
     INDUCT_FAIL_IF(d->d_vocab > m->cfg.d_vocab, INDUCT_EINVAL,

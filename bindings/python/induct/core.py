@@ -617,7 +617,8 @@ class Optimizer(_Handle):
         if getattr(self.model, "_fwd_hooks", None):
             if isinstance(data, Dataset) and (batch is None or seq_len is None):
                 raise TypeError("train_step(dataset, batch, seq_len)")
-            train_step_hooked(self, self.model, data, batch, seq_len, loss)
+            train_step_hooked(self, self.model, data, batch, seq_len, loss,
+                              isinstance(data, Dataset))
         elif isinstance(data, Dataset):
             if batch is None or seq_len is None:
                 raise TypeError("train_step(dataset, batch, seq_len)")

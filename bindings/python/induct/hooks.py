@@ -175,11 +175,11 @@ class ModelHooks:
 _HOOKS = object()
 
 
-def train_step_hooked(opt, model, data, batch, seq_len, loss):
+def train_step_hooked(opt, model, data, batch, seq_len, loss, is_dataset):
     """Optimizer.train_step() inside `with model.hooks(...)`: the step's forward pass runs
-    the hooks and its backward pass follows what they wrote."""
-    from .core import Dataset
-    if isinstance(data, Dataset):
+    the hooks and its backward pass follows what they wrote. `data` is a Dataset
+    (is_dataset) or tokens."""
+    if is_dataset:
         model._call_hooked("induct_train_step_with_hooks", opt, data, batch, seq_len, _HOOKS,
                            loss)
     else:  # forward + backward + optimizer step, as induct_train_step_tokens
