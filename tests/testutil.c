@@ -43,6 +43,40 @@ void tu_randomize(induct_model *m, double std, uint64_t seed) {
     }
 }
 
+size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *what) {
+    size_t nt = induct_model_n_tensors(m), checked = 0;
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n, len;
+        ck_assert_int_eq(induct_model_tensor_info(m, i, &name, NULL, NULL, &n), INDUCT_OK);
+        float *p = malloc(n * sizeof *p), *g = malloc(n * sizeof *g);
+        ck_assert_int_eq(induct_model_get_tensor(m, name, INDUCT_BUF_PARAM, p, n, &len),
+                         INDUCT_OK);
+        ck_assert_int_eq(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g, n, &len),
+                         INDUCT_OK);
+        for (size_t j = 0; j < n; j++) {
+            const float eps = 2e-3f;
+            float orig = p[j];
+            p[j] = orig + eps;
+            ck_assert_int_eq(induct_model_set_tensor(m, name, p, n), INDUCT_OK);
+            double lp = loss(user, m);
+            p[j] = orig - eps;
+            ck_assert_int_eq(induct_model_set_tensor(m, name, p, n), INDUCT_OK);
+            double lm = loss(user, m);
+            p[j] = orig;
+            ck_assert_int_eq(induct_model_set_tensor(m, name, p, n), INDUCT_OK);
+            double fd = (lp - lm) / (2.0 * ((double)(orig + eps) - (double)orig));
+            double err = fabs(fd - g[j]) / (2e-3 + 2e-2 * fabs(fd));
+            ck_assert_msg(err <= 1.0, "%s: %s[%zu] analytic %.6g vs finite difference %.6g",
+                          what, name, j, g[j], fd);
+            checked++;
+        }
+        free(p);
+        free(g);
+    }
+    return checked;
+}
+
 int tu_run(Suite *s) {
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -24,6 +24,12 @@ void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed);
 /* Overwrite every parameter with N(0, std) values (deterministic) so that biases,
  * LayerNorm and alpha are all non-trivial. */
 void tu_randomize(induct_model *m, double std, uint64_t seed);
+/* The mean loss of the model on the caller's fixed input (for tu_gradcheck). */
+typedef double (*tu_loss_fn)(void *user, induct_model *m);
+/* Check every parameter's gradient (the model's gradient buffer, filled by the caller)
+ * against central finite differences (eps 2e-3) of loss: |fd - g| <= 2e-3 + 2e-2 |fd|.
+ * Returns the number of parameters checked. */
+size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *what);
 /* Run a suite; returns the process exit status. */
 int tu_run(Suite *s);
 
