@@ -103,7 +103,8 @@ class ModelHooks:
         the per-head results are n_heads times the attention output and cost a product
         of their own; name them to get them), a list of names (or TransformerLens
         (name, layer) tuples), or a predicate on the full name. The ablations in force
-        apply; the logits are those of forward()."""
+        apply; the logits are those of forward(). Inside `with model.hooks(...)` the
+        hooks run and the cache holds what they left."""
         np = _numpy()
         toks, B, T = _arrays.tokens_in(tokens)
         if names is None:
@@ -115,10 +116,22 @@ class ModelHooks:
         bufs = [np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names]
         V = self.config["d_vocab"]
         logits = np.zeros((B, T, V), dtype=np.float32)
-        c_names = name_array(names)
-        call("induct_model_run_with_cache", self, toks, B, T, c_names, pointer_array(bufs),
-             size_array([b.size for b in bufs]), len(names), logits.ravel(), logits.size,
-             Out("double"))
+        if getattr(self, "_fwd_hooks", None):
+            # inside `with model.hooks(...)`: the cache sees what the hooks left
+            def copier(buf):
+                def fn(act, _name):
+                    buf[...] = act
+                return fn
+            outer = self._fwd_hooks
+            self._fwd_hooks = outer + [(n, copier(b)) for n, b in zip(names, bufs)]
+            try:
+                self._forward_hooked(toks, B, T, logits.ravel(), None, Out("double"))
+            finally:
+                self._fwd_hooks = outer
+        else:
+            call("induct_model_run_with_cache", self, toks, B, T, name_array(names),
+                 pointer_array(bufs), size_array([b.size for b in bufs]), len(names),
+                 logits.ravel(), logits.size, Out("double"))
         return logits, ActivationCache(zip(names, bufs))
 
     @contextlib.contextmanager

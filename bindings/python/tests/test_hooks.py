@@ -174,8 +174,13 @@ def test_score_and_pattern_writes_match_pytorch():
     ref_logits, ref_cache = torch_cache(ref, toks, {"blocks.0.attn.hook_attn_scores": tscores,
                                                     "blocks.0.hook_resid_pre": lambda x: x * .5})
     close(logits, ref_logits, "logits")
-    # run_with_cache outside the hooks: the hooks are gone
-    assert not np.allclose(cache["pattern", 0][:, 1][:, ~keep], 0.0)
+    # run_with_cache inside the block caches what the hooks left: the masked keys get
+    # exactly 0, as in the reference
+    pattern = cache["pattern", 0]
+    assert np.all(pattern[:, 1][:, ~keep] == 0.0)
+    close(pattern, ref_cache["blocks.0.attn.hook_pattern"].numpy(), "hooked pattern")
+    _, plain = m.run_with_cache(toks, names=[("pattern", 0)])  # the hooks are gone
+    assert not np.allclose(plain["pattern", 0][:, 1][:, ~keep], 0.0)
 
 
 def test_own_pattern_written_back_is_bit_identical():
