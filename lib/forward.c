@@ -892,45 +892,59 @@ static int copy_losses(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
     return INDUCT_OK;
 }
 
+/* The output lengths for (B, T), checked against the caller's capacities. */
+static int outputs_fit(const induct_model *m, const char *fn, uint32_t B, uint32_t T,
+                       const float *logits_out, size_t logits_cap, const float *losses_out,
+                       size_t losses_cap, size_t *n_logits, size_t *n_losses) {
+    *n_losses = (size_t)B * (T - 1); /* < 2^64: B, T < 2^32 */
+    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, n_logits), INDUCT_ELIMIT,
+                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
+                   m->cfg.d_vocab);
+    INDUCT_FAIL_IF(logits_out && logits_cap < *n_logits, INDUCT_EBUFSIZE,
+                   "%s: logits need %zu floats, buffer holds %zu", fn, *n_logits, logits_cap);
+    INDUCT_FAIL_IF(losses_out && losses_cap < *n_losses, INDUCT_EBUFSIZE,
+                   "%s: losses need %zu floats, buffer holds %zu", fn, *n_losses, losses_cap);
+    return INDUCT_OK;
+}
+
+/* One pass p; logits and losses (checked by outputs_fit) copied out. */
+static int pass_out(induct_model *m, const induct__pass *p, float *logits_out, size_t n_logits,
+                    float *losses_out, size_t n_losses, double *mean_loss_out) {
+    double mean;
+    INDUCT_TRY(induct__forward(m, p, &mean));
+    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
+    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+    if (mean_loss_out) *mean_loss_out = mean;
+    return INDUCT_OK;
+}
+
 INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint32_t B,
                                     uint32_t T, float *logits_out, size_t logits_cap,
                                     float *losses_out, size_t losses_cap, double *mean_loss_out) {
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_forward: model is NULL");
+    const char *fn = "induct_model_forward";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    size_t n_logits, n_losses = (size_t)B * (T - 1); /* < 2^64: B, T < 2^32 */
-    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
-                   "induct_model_forward: batch %u x seq_len %u x d_vocab %u logits overflow "
-                   "size_t", B, T, m->cfg.d_vocab);
-    INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
-                   "induct_model_forward: logits need %zu floats, buffer holds %zu", n_logits,
-                   logits_cap);
-    INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
-                   "induct_model_forward: losses need %zu floats, buffer holds %zu", n_losses,
-                   losses_cap);
-    double mean;
-    if (!logits_out) {
-        /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched
-         * on failure; the same bits and mean as one pass */
-        float *staged = NULL;
-        if (losses_out && B > induct__forward_chunk_rows(m, B, T)) {
-            staged = malloc(n_losses * sizeof *staged);
-            INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
-        }
-        stage_losses sl = {staged ? staged : losses_out, T};
-        double sum;
-        int rc = induct__forward_chunks(m, tokens, B, T, losses_out ? copy_losses : NULL, &sl,
-                                        &sum);
-        if (rc == INDUCT_OK && staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
-        free(staged);
-        INDUCT_TRY(rc);
-        mean = sum / ((double)B * (T - 1));
-    } else {
+    size_t n_logits = 0, n_losses = 0;
+    INDUCT_TRY(outputs_fit(m, fn, B, T, logits_out, logits_cap, losses_out, losses_cap,
+                           &n_logits, &n_losses));
+    if (logits_out) {
         induct__pass p = induct__pass_of(tokens, B, T);
-        INDUCT_TRY(induct__forward(m, &p, &mean));
-        if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
-        if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
+        return pass_out(m, &p, logits_out, n_logits, losses_out, n_losses, mean_loss_out);
     }
-    if (mean_loss_out) *mean_loss_out = mean;
+    /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched on
+     * failure; the same bits and mean as one pass */
+    float *staged = NULL;
+    if (losses_out && B > induct__forward_chunk_rows(m, B, T)) {
+        staged = malloc(n_losses * sizeof *staged);
+        INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
+    }
+    stage_losses sl = {staged ? staged : losses_out, T};
+    double sum;
+    int rc = induct__forward_chunks(m, tokens, B, T, losses_out ? copy_losses : NULL, &sl, &sum);
+    if (rc == INDUCT_OK && staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
+    free(staged);
+    INDUCT_TRY(rc);
+    if (mean_loss_out) *mean_loss_out = sum / ((double)B * (T - 1));
     return INDUCT_OK;
 }
 
@@ -939,23 +953,13 @@ static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, ui
                       uint32_t T, const induct__call_hooks *h, float *logits_out,
                       size_t logits_cap, float *losses_out, size_t losses_cap,
                       double *mean_loss_out) {
-    size_t n_logits, n_losses = (size_t)B * (T - 1);
-    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, &n_logits), INDUCT_ELIMIT,
-                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
-                   m->cfg.d_vocab);
-    INDUCT_FAIL_IF(logits_out && logits_cap < n_logits, INDUCT_EBUFSIZE,
-                   "%s: logits need %zu floats, buffer holds %zu", fn, n_logits, logits_cap);
-    INDUCT_FAIL_IF(losses_out && losses_cap < n_losses, INDUCT_EBUFSIZE,
-                   "%s: losses need %zu floats, buffer holds %zu", fn, n_losses, losses_cap);
+    size_t n_logits = 0, n_losses = 0;
+    INDUCT_TRY(outputs_fit(m, fn, B, T, logits_out, logits_cap, losses_out, losses_cap,
+                           &n_logits, &n_losses));
     induct__pass p = induct__pass_of(tokens, B, T);
     p.hooks[1] = h->ih;
     p.n_hooks[1] = h->n;
-    double mean;
-    INDUCT_TRY(induct__forward(m, &p, &mean));
-    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
-    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
-    if (mean_loss_out) *mean_loss_out = mean;
-    return INDUCT_OK;
+    return pass_out(m, &p, logits_out, n_logits, losses_out, n_losses, mean_loss_out);
 }
 
 INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *tokens, uint32_t B,
