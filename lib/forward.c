@@ -428,7 +428,9 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
             case INDUCT__HP_LN2:
             case INDUCT__HP_LNF:
             case INDUCT__HP_ATTN_OUT: n = ND; break;
-            case INDUCT__HP_RESULT: n = ND * (c->n_heads + 1); break;
+            case INDUCT__HP_RESULT: /* [N][H][D] and the output: SIZE_MAX on overflow */
+                if (!induct__mul(ND, (size_t)c->n_heads + 1, &n)) return SIZE_MAX;
+                break;
             default: break;
             }
             if (n > need) need = n;
@@ -562,6 +564,9 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
+    INDUCT_FAIL_IF(ns > WS_FLOATS_MAX, INDUCT_ELIMIT,
+                   "the hooks' scratch for batch %u x seq_len %u is above 2^36 floats", p->B,
+                   p->T);
     uint64_t bytes = (uint64_t)ns * sizeof(float);
     INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the hooks' scratch"));
     float *hs = malloc(ns * sizeof *hs);

@@ -284,6 +284,14 @@ START_TEST(test_errors) {
     ck_assert_status(induct_model_run_with_cache(m, tok, B, T, NULL, bufs, caps, 2, NULL, 0,
                                                  NULL),
                      INDUCT_EINVAL);
+    /* the scratch of computed-on-demand points counts against the model's max_bytes */
+    ck_ok(induct_model_forward(m, tok, B, T, NULL, 0, NULL, 0, NULL)); /* workspace held */
+    ck_ok(induct_model_set_max_bytes(m, induct_model_memory_used(m) + 1024));
+    induct_hook res = {"blocks.1.attn.hook_result", stop, NULL};
+    ck_assert_status(induct_model_run_with_hooks(m, tok, B, T, &res, 1, NULL, 0, NULL, 0, NULL),
+                     INDUCT_ELIMIT);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "hooks' scratch"));
+    ck_ok(induct_model_set_max_bytes(m, 0));
     /* bad tokens are refused as by induct_model_forward */
     tok[3] = 11;
     ck_assert_status(induct_model_run_with_cache(m, tok, B, T, names, bufs, caps, 1, NULL, 0,
