@@ -4,6 +4,7 @@
 #include <lapacke.h>
 
 #include "analysis_internal.h"
+#include "kernels.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -12,7 +13,10 @@
 #ifdef _OPENMP
 #define SERIAL(call)                                                                               \
     do {                                                                                           \
-        if (omp_in_parallel()) {                                                                   \
+        int seq_ = induct__blas_mode() == INDUCT__BLAS_SEQUENTIAL;                                 \
+        if (omp_in_parallel() && seq_) {                                                           \
+            _Pragma("omp critical(induct_sequential_blas)") { call; }                              \
+        } else if (omp_in_parallel()) {                                                            \
             call;                                                                                  \
         } else {                                                                                   \
             _Pragma("omp parallel num_threads(1)") {                                               \
@@ -24,6 +28,7 @@
 #else
 #define SERIAL(call)                                                                               \
     do {                                                                                           \
+        (void)induct__blas_mode();                                                                 \
         call;                                                                                      \
     } while (0)
 #endif

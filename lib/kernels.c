@@ -20,10 +20,46 @@
 
 typedef ptrdiff_t idx;
 
+/* Which OpenBLAS build the process resolved libopenblas.so.0 to. Debian ships three
+ * builds under one soname, chosen by update-alternatives, LD_LIBRARY_PATH or whichever
+ * the host loaded first, so the build libinduct was linked against is not necessarily
+ * the one it runs with:
+ *  - OpenMP (the one we link): single-threaded inside our parallel regions, and
+ *    gemm_serial() makes it single-threaded outside them;
+ *  - pthreads: each call would use the build's own pool of openblas_get_num_threads()
+ *    threads, whatever our n_threads, and how it splits a product depends on that
+ *    count and so on the machine. We set the build's thread count to 1 once (a
+ *    process-wide setting of that library: the host's own calls to it become
+ *    single-threaded too; docs/threading.md);
+ *  - sequential: not safe to call from several threads at once (measured: 13 of 50
+ *    batches of concurrent sgemm calls differed), so calls are serialised.
+ * Every build then computes each product single-threaded with the same kernels, so
+ * the results are the same bits whichever is selected (tests/test_install.py). */
+int induct__blas_mode(void) {
+    static atomic_int mode = INDUCT__BLAS_UNKNOWN;
+    int m = atomic_load_explicit(&mode, memory_order_acquire);
+    if (m == INDUCT__BLAS_UNKNOWN) {
+        int p = openblas_get_parallel();
+        m = p == 2 ? INDUCT__BLAS_OPENMP : p == 1 ? INDUCT__BLAS_PTHREAD : INDUCT__BLAS_SEQUENTIAL;
+        if (m == INDUCT__BLAS_PTHREAD) openblas_set_num_threads(1);
+        atomic_store_explicit(&mode, m, memory_order_release);
+    }
+    return m;
+}
+
 static void gemm1(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
     if (M == 0 || N == 0) return;
+    if (induct__blas_mode() == INDUCT__BLAS_SEQUENTIAL) {
+#ifdef _OPENMP
+#pragma omp critical(induct_sequential_blas)
+#endif
+        cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+                    transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
+                    (int)lda, B, (int)ldb, beta, C, (int)ldc);
+        return;
+    }
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                 B, (int)ldb, beta, C, (int)ldc);
@@ -79,6 +115,7 @@ static gemm_split gemm_split_rule(void) {
     int u = atomic_load_explicit(&unit, memory_order_relaxed);
     int sm = atomic_load_explicit(&small, memory_order_relaxed);
     if (!u || sm < 0) {
+        (void)induct__blas_mode(); /* settle the BLAS's threading before any parallel region */
         const char *core = openblas_get_corename();
         u = core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")) ? 12 : 48;
         sm = core && (!strcasecmp(core, "SkylakeX") || !strcasecmp(core, "Cooperlake") ||

@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The OpenBLAS build the process uses (see kernels.c); the first call settles its
+ * threading (the pthread build is set to one thread). Any thread may call it. */
+enum { INDUCT__BLAS_UNKNOWN = 0, INDUCT__BLAS_SEQUENTIAL, INDUCT__BLAS_PTHREAD, INDUCT__BLAS_OPENMP };
+int induct__blas_mode(void);
+
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS. */
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,

@@ -3,7 +3,7 @@
 # Run as root (or with sudo). Safe to run again: apt-get skips what is installed.
 set -eu
 PKGS="build-essential meson ninja-build pkgconf check
-libopenblas-dev libopenblas0-openmp libopenblas-openmp-dev liblapacke-dev libcjson-dev
+libopenblas-dev libopenblas0-openmp libopenblas-openmp-dev libopenblas0-pthread liblapacke-dev libcjson-dev
 python3 python3-numpy python3-pytest python3-matplotlib python3-torch
 python3-distutils python3-lib2to3 python3-tk
 doxygen abigail-tools bible-kjv sentencepiece python3-sentencepiece
