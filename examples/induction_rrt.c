@@ -1,4 +1,4 @@
-/* induction-rrt: the minimal experiment of seed 003 ("직접 재현해 보기").
+/* induction-rrt: the minimal induction-head experiment of the induction-head article.
  *
  * Attention-only transformers with 1 and 2 layers are trained on repeated random
  * tokens ([L random tokens][the same L again][random filler], L uniform in 8..32 per
@@ -6,15 +6,16 @@
  * 2-layer model. V=64, T=64, d_model=64, 4 heads, learned positions, no LayerNorm,
  * batch 64, 2000 AdamW steps at lr 1e-3, PyTorch's default initialisation.
  *
- * Usage: induction-rrt [--steps N] [--threads N] [--seed N] [--json]
+ * Usage: induction-rrt [--steps N] [--threads N] [--seed N] [--json]  (--help for more)
  */
 #include <induct/induct.h>
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "cli.h"
 
 #define V 64
 #define T 64
@@ -28,31 +29,19 @@ typedef struct result {
 } result;
 
 static int check(int rc, const char *what) {
-    if (rc != INDUCT_OK) {
-        fprintf(stderr, "induction-rrt: %s failed: %s (%s)\n", what, induct_status_name(rc),
-                induct_last_error_message());
-        exit(1);
-    }
+    if (rc != INDUCT_OK) cli_lib_fail(rc, what);
     return rc;
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+/* Stop at a signal: nothing to save (the run is seconds long), exit status 130. */
+static void stop_if_interrupted(unsigned layers, unsigned step) {
+    if (!cli_interrupted()) return;
+    fprintf(stderr, "\ninduction-rrt: interrupted in the %u-layer run at step %u\n", layers,
+            step);
+    exit(CLI_EXIT_INTERRUPTED);
 }
 
-static void progress(unsigned layers, unsigned step, unsigned steps, double loss, double t0) {
-    if (!isatty(2)) return;
-    int width = 30, fill = (int)((double)step / steps * width);
-    double el = now() - t0, eta = step ? el / step * (steps - step) : 0;
-    fprintf(stderr, "\r%u layer%s [", layers, layers > 1 ? "s" : " ");
-    for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
-    fprintf(stderr, "] %4u/%u loss %.3f  %.1fs, ETA %.1fs ", step, steps, loss, el, eta);
-    if (step == steps) fputc('\n', stderr);
-}
-
-/* Mean loss on the repeated segment: predictions of tokens L+1 .. 2L-1 (seed 003). */
+/* Mean loss on the repeated segment: predictions of tokens L+1 .. 2L-1. */
 static double repeated_loss(induct_model *m, const induct_dataset *d) {
     static int32_t tok[EVAL_LOSS_SEQ * T], L[EVAL_LOSS_SEQ];
     static float losses[EVAL_LOSS_SEQ * (T - 1)];
@@ -96,12 +85,19 @@ static result run(unsigned layers, unsigned steps, unsigned threads, uint64_t se
     check(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW), "optimizer");
     check(induct_optimizer_set(o, INDUCT_OPT_LR, 1e-3), "lr");
 
-    double t0 = now(), loss = 0;
+    cli_progress bar;
+    cli_progress_start(&bar);
+    double loss = 0;
+    char label[32], detail[64];
+    snprintf(label, sizeof label, "%u layer%s", layers, layers > 1 ? "s" : " ");
     for (unsigned s = 1; s <= steps; s++) {
         check(induct_train_step(o, d, 64, T, &loss), "train step");
-        if (s % 20 == 0 || s == steps) progress(layers, s, steps, loss, t0);
+        stop_if_interrupted(layers, s);
+        snprintf(detail, sizeof detail, "%4u/%u loss %.3f", s, steps, loss);
+        cli_progress_draw(&bar, label, 30, s, steps, detail);
     }
-    r.seconds = now() - t0;
+    cli_progress_end(&bar);
+    r.seconds = cli_now() - bar.t0;
     r.loss = repeated_loss(m, d);
     size_t len;
     float sc[3 * 4];
@@ -118,35 +114,67 @@ static result run(unsigned layers, unsigned steps, unsigned threads, uint64_t se
 static void print_list(const float *x, int n) {
     for (int i = 0; i < n; i++) printf("%s%.2f", i ? ", " : "", x[i]);
 }
-static void json_list(const float *x, int n) {
-    printf("[");
-    for (int i = 0; i < n; i++) printf("%s%.4f", i ? ", " : "", x[i]);
-    printf("]");
+
+static cJSON *json_list(const float *x, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(x[i]));
+    return a;
+}
+
+typedef struct options {
+    uint32_t steps, threads;
+    uint64_t seed;
+    int json;
+} options;
+
+static const options DEFAULTS = {2000, 1, 0, 0};
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: induction-rrt [options]\n"
+            "\n"
+            "Train attention-only transformers with 1 and with 2 layers on repeated random\n"
+            "tokens (V = T = 64, d_model 64, 4 heads, batch 64, AdamW lr 1e-3) and print the\n"
+            "loss on the repeated segment and the last layer's induction scores next to the\n"
+            "induction-head article's figures. An induction head forms in the 2-layer model only.\n"
+            "\n"
+            "  --steps N      AdamW steps per model (default %u; 1 ... 10^7)\n"
+            "  --threads N    threads per model (default %u; 1 ... 1024)\n"
+            "  --seed N       model seed; the data use N + 1 (default %llu)\n"
+            "  --json         also print the results as one JSON object (last line)\n"
+            "  -h, --help     this help\n"
+            "\n"
+            "Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (SIGINT/SIGTERM).\n",
+            DEFAULTS.steps, DEFAULTS.threads, (unsigned long long)DEFAULTS.seed);
+}
+
+static void on_option(const char *name, const char *v, void *ud) {
+    options *o = ud;
+    if (!strcmp(name, "json")) o->json = 1;
+    else if (!strcmp(name, "steps")) o->steps = cli_u32(name, v, 1, 10000000);
+    else if (!strcmp(name, "threads")) o->threads = cli_u32(name, v, 1, 1024);
+    else if (!strcmp(name, "seed")) o->seed = cli_u64(name, v, 0, UINT64_MAX - 1);
 }
 
 int main(int argc, char **argv) {
-    unsigned steps = 2000, threads = 1;
-    uint64_t seed = 0;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], 0, 10);
-        else {
-            fprintf(stderr, "usage: %s [--steps N] [--threads N] [--seed N] [--json]\n", argv[0]);
-            return 2;
-        }
-    }
-    if (steps == 0) {
-        fprintf(stderr, "induction-rrt: --steps must be >= 1\n");
-        return 2;
-    }
-    printf("libinduct %s: seed 003's experiment, V=%d T=%d d_model=64 4 heads, %u AdamW steps\n",
+    cli_init("induction-rrt", "[options]", help);
+    options opt = DEFAULTS;
+    static const struct option longopts[] = {{"steps", required_argument, 0, 0},
+                                             {"threads", required_argument, 0, 0},
+                                             {"seed", required_argument, 0, 0},
+                                             {"json", no_argument, 0, 0},
+                                             {0, 0, 0, 0}};
+    cli_parse(argc, argv, longopts, on_option, &opt);
+    unsigned steps = opt.steps, threads = opt.threads;
+    uint64_t seed = opt.seed;
+    cli_signals_catch();
+    printf("libinduct %s: the induction-head article's experiment, V=%d T=%d d_model=64 4 heads, "
+           "%u AdamW steps\n",
            induct_version_string(), V, T, steps);
+    fflush(stdout);
     result res[2] = {run(1, steps, threads, seed), run(2, steps, threads, seed)};
-    static const char *seed_fig[2] = {"3.63 | 0.08, 0.08, 0.08, 0.08",
-                                      "0.60 | 0.79, 0.79, 0.78, 0.78"};
+    static const char *article_fig[2] = {"3.63 | 0.08, 0.08, 0.08, 0.08",
+                                         "0.60 | 0.79, 0.79, 0.78, 0.78"};
     printf("\nrandom guessing: ln 64 = 4.16 nats\n");
     printf("%-8s | %-26s | %-28s | %-22s | %s\n", "model", "repeated-segment loss (nats)",
            "last-layer induction scores", "layer-0 prev-token", "seconds");
@@ -156,21 +184,42 @@ int main(int argc, char **argv) {
         printf("       | ");
         print_list(res[i].previous, 4);
         printf("   | %.1f\n", res[i].seconds);
-        printf("  seed   | %s\n", seed_fig[i]);
+        printf("  article| %s\n", article_fig[i]);
     }
-    if (json) {
-        printf("{\"experiment\": \"induction-rrt\", \"steps\": %u, \"models\": [", steps);
+    if (opt.json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "experiment", "induction-rrt");
+        cJSON_AddNumberToObject(root, "steps", steps);
+        cJSON *models = cJSON_AddArrayToObject(root, "models");
         for (int i = 0; i < 2; i++) {
-            printf("%s{\"layers\": %u, \"loss\": %.4f, \"induction_scores\": ", i ? ", " : "",
-                   res[i].layers, res[i].loss);
-            json_list(res[i].induction, 4);
-            printf(", \"previous_token_scores\": ");
-            json_list(res[i].previous, 4);
-            printf(", \"seconds\": %.3f}", res[i].seconds);
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddNumberToObject(m, "layers", res[i].layers);
+            cJSON_AddNumberToObject(m, "loss", res[i].loss);
+            cJSON_AddItemToObject(m, "induction_scores", json_list(res[i].induction, 4));
+            cJSON_AddItemToObject(m, "previous_token_scores", json_list(res[i].previous, 4));
+            cJSON_AddNumberToObject(m, "seconds", res[i].seconds);
+            cJSON_AddItemToArray(models, m);
         }
-        printf("], \"seed_reference\": [{\"layers\": 1, \"loss\": 3.63, \"induction_scores\": "
-               "[0.08, 0.08, 0.08, 0.08]}, {\"layers\": 2, \"loss\": 0.60, \"induction_scores\": "
-               "[0.79, 0.79, 0.78, 0.78]}]}\n");
+        static const float ref_scores[2][4] = {{0.08f, 0.08f, 0.08f, 0.08f},
+                                               {0.79f, 0.79f, 0.78f, 0.78f}};
+        static const double ref_loss[2] = {3.63, 0.60};
+        cJSON *ref = cJSON_AddArrayToObject(root, "article_reference");
+        for (int i = 0; i < 2; i++) {
+            cJSON *m = cJSON_CreateObject();
+            cJSON_AddNumberToObject(m, "layers", i + 1);
+            cJSON_AddNumberToObject(m, "loss", ref_loss[i]);
+            cJSON_AddItemToObject(m, "induction_scores", json_list(ref_scores[i], 4));
+            cJSON_AddItemToArray(ref, m);
+        }
+        char *text = cJSON_PrintUnformatted(root);
+        if (!text) {
+            fprintf(stderr, "induction-rrt: out of memory\n");
+            return CLI_EXIT_FAILED;
+        }
+        printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(root);
     }
-    return 0;
+    cli_signals_restore();
+    return CLI_EXIT_OK;
 }

@@ -1,5 +1,6 @@
-/* kv-retrieval: the key-value retrieval experiment of seed 002 ("문맥 내 학습과 유도
- * 헤드 — 능력이 켜지는 순간"), its three tables, next to the task's exact ceiling.
+/* kv-retrieval: the key-value retrieval experiment of the in-context learning blog post
+ * on induction heads ("the moment an ability switches on"), its three tables, next to the
+ * task's exact ceiling.
  *
  * Task: a context of 24 tokens over 64 ids, one [key][value] pair in the middle
  * (key position uniform in 4..19), the same key again at the last position; the
@@ -7,10 +8,10 @@
  * so the key can also occur by chance in the filler: the exact Bayes-optimal
  * accuracy (the ceiling) is printed with the results.
  *
- * Models (the seed names only T=24, vocab 64, attention-only and the step counts;
+ * Models (the post names only T=24, vocab 64, attention-only and the step counts;
  * the rest is our choice, the same as examples/induction_rrt.c): d_model 64, 4 heads,
  * learned positions, no LayerNorm, PyTorch's default initialisation, batch 64, AdamW
- * lr 1e-3 (weight decay 0.01), 6000 steps. As in the seed, the loss is the
+ * lr 1e-3 (weight decay 0.01), 6000 steps. As in the post, the loss is the
  * cross-entropy at the answer position only (the KV dataset's default objective);
  * --all-positions trains on the mean next-token loss over every position instead,
  * where the 22 unpredictable positions per row drown the answer's gradient.
@@ -28,16 +29,18 @@
  *
  * Usage: kv-retrieval [--steps N | --quick] [--eval N] [--threads N] [--seed N]
  *                     [--all-positions] [--lr X] [--only L] [--json]
- * (--only L trains just the L-layer model and prints its accuracy curve.)
+ * (--only L trains just the L-layer model and prints its accuracy curve.) --help lists
+ * every option.
  */
 #include <induct/induct.h>
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "cli.h"
 
 #define V 64
 #define CTX 24
@@ -50,10 +53,10 @@
 #define CURVE_ROWS 512
 
 static const unsigned A_STEPS[] = {0, 100, 200, 300, 400, 600, 6000};
-static const double A_SEED[] = {1.5, 4.9, 8.5, 18.1, 75.3, 87.3, 87.6};
+static const double A_POST[] = {1.5, 4.9, 8.5, 18.1, 75.3, 87.3, 87.6};
 static const unsigned C_STEPS[] = {0, 200, 300, 600, 2200};
-static const double C_SEED[] = {4.2, 21.5, 40.5, 87.6, 79.6};
-static const double B_SEED[] = {10.2, 87.6, 87.1};
+static const double C_POST[] = {4.2, 21.5, 40.5, 87.6, 79.6};
+static const double B_POST[] = {10.2, 87.6, 87.1};
 #define NA (sizeof A_STEPS / sizeof *A_STEPS)
 #define NC (sizeof C_STEPS / sizeof *C_STEPS)
 
@@ -68,32 +71,22 @@ typedef struct run_result {
 } run_result;
 
 static void check(int rc, const char *what) {
-    if (rc != INDUCT_OK) {
-        fprintf(stderr, "kv-retrieval: %s failed: %s (%s)\n", what, induct_status_name(rc),
-                induct_last_error_message());
-        exit(1);
-    }
+    if (rc != INDUCT_OK) cli_lib_fail(rc, what);
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void progress(unsigned layers, unsigned step, unsigned steps, double acc, double t0) {
-    if (!isatty(2)) {
+/* On a terminal a bar, otherwise a line every 1000 steps. */
+static void progress(cli_progress *bar, unsigned layers, unsigned step, unsigned steps,
+                     double acc) {
+    if (!cli_progress_tty(bar)) {
         if (step % 1000 == 0 || step == steps)
             fprintf(stderr, "%u layer%s: step %u/%u, accuracy %.1f%%, %.0f s\n", layers,
-                    layers > 1 ? "s" : "", step, steps, 100 * acc, now() - t0);
+                    layers > 1 ? "s" : "", step, steps, 100 * acc, cli_now() - bar->t0);
         return;
     }
-    int width = 30, fill = (int)((double)step / steps * width);
-    double el = now() - t0, eta = step ? el / step * (steps - step) : 0;
-    fprintf(stderr, "\r%u layer%s [", layers, layers > 1 ? "s" : " ");
-    for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
-    fprintf(stderr, "] %5u/%u acc %5.1f%%  %.0fs, ETA %.0fs ", step, steps, 100 * acc, el, eta);
-    if (step == steps) fputc('\n', stderr);
+    char label[32], detail[64];
+    snprintf(label, sizeof label, "%u layer%s", layers, layers > 1 ? "s" : " ");
+    snprintf(detail, sizeof detail, "%5u/%u acc %5.1f%%", step, steps, 100 * acc);
+    cli_progress_draw(bar, label, 30, step, steps, detail);
 }
 
 /* Rows to evaluate at step s: all of them at the tables' steps and the end, the first
@@ -137,8 +130,16 @@ static run_result run(unsigned layers, unsigned steps, unsigned n_eval, unsigned
         fprintf(stderr, "kv-retrieval: out of memory\n");
         exit(1);
     }
-    double t0 = now(), acc = 0;
+    cli_progress bar;
+    cli_progress_start(&bar);
+    double acc = 0;
     for (unsigned s = 0;; s++) {
+        if (cli_interrupted()) {
+            cli_progress_end(&bar);
+            fprintf(stderr, "kv-retrieval: interrupted in the %u-layer run at step %u\n",
+                    layers, s);
+            exit(CLI_EXIT_INTERRUPTED);
+        }
         unsigned rows = eval_rows(s, steps, n_eval);
         if (rows) {
             size_t len;
@@ -148,12 +149,13 @@ static run_result run(unsigned layers, unsigned steps, unsigned n_eval, unsigned
                   "kv attention");
             r.curve_step[r.n_curve] = s;
             r.curve_acc[r.n_curve++] = acc;
-            progress(layers, s, steps, acc, t0);
+            progress(&bar, layers, s, steps, acc);
         }
         if (s == steps) break;
         check(induct_train_step(o, d, BATCH, SEQ, NULL), "train step");
     }
-    r.seconds = now() - t0;
+    cli_progress_end(&bar);
+    r.seconds = cli_now() - bar.t0;
     r.final_acc = acc;
     /* the head that attends most to the value position at the end */
     const float *last = r.curve_att + (r.n_curve - 1) * nh;
@@ -180,39 +182,73 @@ static long first_reach(const run_result *r, double level) {
     return -1;
 }
 
-static void jnum(double x) {
-    if (isnan(x)) printf("null");
-    else printf("%.6g", x);
+static cJSON *jnum(double x) { return isnan(x) ? cJSON_CreateNull() : cJSON_CreateNumber(x); }
+
+typedef struct options {
+    uint32_t steps, threads, n_eval, only;
+    uint64_t seed;
+    double lr;
+    int json, all_positions;
+} options;
+
+static const options DEFAULTS = {6000, 1, 2048, 0, 0, 1e-3, 0, 0};
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: kv-retrieval [options]\n"
+            "\n"
+            "Key-value retrieval: a context of %d tokens over %d ids with one [key][value]\n"
+            "pair, the key again at the end; the model must answer the value. Trains\n"
+            "attention-only models with 1, 2 and 3 layers (d_model %d, %d heads, batch %d, AdamW)\n"
+            "and prints the blog post's three tables next to ours and the task's exact ceiling.\n"
+            "\n"
+            "  --steps N        AdamW steps per model (default %u; 1 ... 10^7)\n"
+            "  --quick          2500 steps (about 6 minutes on 2 cores)\n"
+            "  --eval N         evaluation sequences (default %u; 1 ... 10^6)\n"
+            "  --threads N      threads per model (default %u; 1 ... 1024)\n"
+            "  --seed N         seed of the models (+ layers) and of the data (+ 100) (default %llu)\n"
+            "  --lr X           AdamW learning rate (default %g; (0, 10])\n"
+            "  --all-positions  train on the next-token loss at every position, not only the answer\n"
+            "  --only L         train only the L-layer model (1 ... %d) and print its accuracy curve\n"
+            "  --json           also print the results as one JSON object (last line)\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (SIGINT/SIGTERM).\n",
+            CTX, V, D_MODEL, HEADS, BATCH, DEFAULTS.steps, DEFAULTS.n_eval, DEFAULTS.threads,
+            (unsigned long long)DEFAULTS.seed, DEFAULTS.lr, MAX_LAYERS);
+}
+
+static void on_option(const char *name, const char *v, void *ud) {
+    options *o = ud;
+    if (!strcmp(name, "json")) o->json = 1;
+    else if (!strcmp(name, "all-positions")) o->all_positions = 1;
+    else if (!strcmp(name, "quick")) o->steps = 2500;
+    else if (!strcmp(name, "lr")) {
+        o->lr = cli_f64(name, v, 0, 10);
+        if (!(o->lr > 0)) cli_usage_error("--lr must be > 0, got %s", v);
+    } else if (!strcmp(name, "only")) o->only = cli_u32(name, v, 1, MAX_LAYERS);
+    else if (!strcmp(name, "steps")) o->steps = cli_u32(name, v, 1, 10000000);
+    else if (!strcmp(name, "eval")) o->n_eval = cli_u32(name, v, 1, 1000000);
+    else if (!strcmp(name, "threads")) o->threads = cli_u32(name, v, 1, 1024);
+    else if (!strcmp(name, "seed")) o->seed = cli_u64(name, v, 0, UINT64_MAX - 100);
 }
 
 int main(int argc, char **argv) {
-    unsigned steps = 6000, threads = 1, n_eval = 2048;
-    uint64_t seed = 0;
-    int json = 0, all_positions = 0;
-    unsigned only = 0; /* --only L: train just the L-layer model (exploration; no tables) */
+    cli_init("kv-retrieval", "[options]", help);
+    options opt = DEFAULTS;
+    static const struct option longopts[] = {
+        {"steps", required_argument, 0, 0}, {"quick", no_argument, 0, 0},
+        {"eval", required_argument, 0, 0},  {"threads", required_argument, 0, 0},
+        {"seed", required_argument, 0, 0},  {"lr", required_argument, 0, 0},
+        {"only", required_argument, 0, 0},  {"all-positions", no_argument, 0, 0},
+        {"json", no_argument, 0, 0},        {0, 0, 0, 0}};
+    cli_parse(argc, argv, longopts, on_option, &opt);
+    unsigned steps = opt.steps, threads = opt.threads, n_eval = opt.n_eval, only = opt.only;
+    uint64_t seed = opt.seed;
+    int json = opt.json, all_positions = opt.all_positions;
+    g_lr = opt.lr;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--all-positions")) all_positions = 1;
-        else if (!strcmp(argv[i], "--lr") && i + 1 < argc) g_lr = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--quick")) steps = 2500;
-        else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--eval") && i + 1 < argc) n_eval = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], 0, 10);
-        else {
-            fprintf(stderr,
-                    "usage: %s [--steps N | --quick] [--eval N] [--threads N] [--seed N] "
-                    "[--all-positions] [--lr X] [--only L] [--json]\n",
-                    argv[0]);
-            return 2;
-        }
-    }
-    if (steps == 0 || n_eval == 0) {
-        fprintf(stderr, "kv-retrieval: --steps and --eval must be >= 1\n");
-        return 2;
-    }
+    cli_signals_catch();
     induct_kv_config kc;
     induct_kv_config_init(&kc, sizeof kc);
     kc.d_vocab = V;
@@ -225,13 +261,13 @@ int main(int argc, char **argv) {
     double ceiling;
     check(induct_dataset_kv_ceiling(d, SEQ, &ceiling), "ceiling");
 
-    printf("libinduct %s: seed 002's key-value retrieval, context %d, vocab %d, key at 4..19;\n"
+    printf("libinduct %s: the blog post's key-value retrieval, context %d, vocab %d, key at 4..19;\n"
            "attention-only, d_model %d, %d heads, batch %d, AdamW lr 1e-3, %u steps, loss at %s; "
            "eval %u sequences\n",
            induct_version_string(), CTX, V, D_MODEL, HEADS, BATCH, steps,
            all_positions ? "every position" : "the answer position", n_eval);
     printf("chance 1/64 = 1.6%%; uniform attention 1/24 = 4.2%%; ceiling (exact Bayes-optimal "
-           "accuracy of this generator) = %.2f%% (the seed's generator: 89.5%%)\n\n",
+           "accuracy of this generator) = %.2f%% (the post's generator: 89.5%%)\n\n",
            100 * ceiling);
 
     if (only >= 1 && only <= MAX_LAYERS) {
@@ -259,10 +295,10 @@ int main(int argc, char **argv) {
         if (k < 0) printf(" | %6s", "-");
         else printf(" | %6.1f", 100 * two->curve_acc[k]);
     }
-    printf("\n%-10s", "seed");
-    for (size_t i = 0; i < NA; i++) printf(" | %6.1f", A_SEED[i]);
+    printf("\n%-10s", "post");
+    for (size_t i = 0; i < NA; i++) printf(" | %6.1f", A_POST[i]);
     long s10 = first_reach(two, 0.10), s80 = first_reach(two, 0.80);
-    printf("\nfirst step >= 10%%: %ld, >= 80%%: %ld (seed: 250, 450); evaluated every %d steps on "
+    printf("\nfirst step >= 10%%: %ld, >= 80%%: %ld (post: 250, 450); evaluated every %d steps on "
            "%d rows\n\n",
            s10, s80, CURVE_EVERY, CURVE_ROWS);
 
@@ -270,7 +306,7 @@ int main(int argc, char **argv) {
            "layers", "1", "2", "3");
     printf("%-10s | %6.1f | %6.1f | %6.1f\n", "ours", 100 * res[0].final_acc,
            100 * res[1].final_acc, 100 * res[2].final_acc);
-    printf("%-10s | %6.1f | %6.1f | %6.1f\n\n", "seed", B_SEED[0], B_SEED[1], B_SEED[2]);
+    printf("%-10s | %6.1f | %6.1f | %6.1f\n\n", "post", B_POST[0], B_POST[1], B_POST[2]);
 
     size_t nh2 = 2 * HEADS, bi = two->best_l * HEADS + two->best_h;
     printf("C. 2 layers: attention from the last position to the value position (%%), head "
@@ -289,11 +325,11 @@ int main(int argc, char **argv) {
         if (k < 0) printf(" | %6s", "-");
         else printf(" | %6.1f", 100 * two->curve_acc[k]);
     }
-    printf("\n%-10s", "seed att.");
-    for (size_t i = 0; i < NC; i++) printf(" | %6.1f", C_SEED[i]);
+    printf("\n%-10s", "post att.");
+    for (size_t i = 0; i < NC; i++) printf(" | %6.1f", C_POST[i]);
     printf(" | %6s\n\n", "-");
 
-    /* the issue's expectations */
+    /* the post's claims, as checks */
     double att0 = two->curve_att[bi], attN = two->curve_att[(two->n_curve - 1) * nh2 + bi];
     int ok_two = res[1].final_acc >= 0.95 * ceiling;
     int ok_one = res[0].final_acc <= 0.25;
@@ -314,38 +350,67 @@ int main(int argc, char **argv) {
            res[2].seconds);
 
     if (json) {
-        printf("{\"experiment\": \"kv-retrieval\", \"context\": %d, \"d_vocab\": %d, \"steps\": %u, "
-               "\"loss\": \"%s\", \"eval_sequences\": %u, \"ceiling\": %.6f, "
-               "\"ceiling_method\": \"exact\", ",
-               CTX, V, steps, all_positions ? "all_positions" : "answer_position", n_eval, ceiling);
-        printf("\"table_a\": {\"steps\": [");
-        for (size_t i = 0; i < NA; i++) printf("%s%u", i ? ", " : "", A_STEPS[i] == 6000 ? steps : A_STEPS[i]);
-        printf("], \"accuracy\": [");
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "experiment", "kv-retrieval");
+        cJSON_AddNumberToObject(root, "context", CTX);
+        cJSON_AddNumberToObject(root, "d_vocab", V);
+        cJSON_AddNumberToObject(root, "steps", steps);
+        cJSON_AddStringToObject(root, "loss", all_positions ? "all_positions" : "answer_position");
+        cJSON_AddNumberToObject(root, "eval_sequences", n_eval);
+        cJSON_AddNumberToObject(root, "ceiling", ceiling);
+        cJSON_AddStringToObject(root, "ceiling_method", "exact");
+        cJSON *ta = cJSON_AddObjectToObject(root, "table_a");
+        cJSON *a_steps = cJSON_AddArrayToObject(ta, "steps");
+        cJSON *a_acc = cJSON_AddArrayToObject(ta, "accuracy");
+        cJSON *a_ref = cJSON_AddArrayToObject(ta, "post_accuracy");
         for (size_t i = 0; i < NA; i++) {
-            int k = curve_index(two, A_STEPS[i] == 6000 ? steps : A_STEPS[i]);
-            printf("%s", i ? ", " : "");
-            jnum(k < 0 ? NAN : two->curve_acc[k]);
+            unsigned st = A_STEPS[i] == 6000 ? steps : A_STEPS[i];
+            int k = curve_index(two, st);
+            cJSON_AddItemToArray(a_steps, cJSON_CreateNumber(st));
+            cJSON_AddItemToArray(a_acc, jnum(k < 0 ? NAN : two->curve_acc[k]));
+            cJSON_AddItemToArray(a_ref, cJSON_CreateNumber(A_POST[i] / 100));
         }
-        printf("], \"seed_accuracy\": [");
-        for (size_t i = 0; i < NA; i++) printf("%s%.3f", i ? ", " : "", A_SEED[i] / 100);
-        printf("], \"first_step_10\": %ld, \"first_step_80\": %ld}, ", s10, s80);
-        printf("\"table_b\": {\"layers\": [1, 2, 3], \"accuracy\": [%.6f, %.6f, %.6f], "
-               "\"seed_accuracy\": [0.102, 0.876, 0.871], \"seconds\": [%.2f, %.2f, %.2f]}, ",
-               res[0].final_acc, res[1].final_acc, res[2].final_acc, res[0].seconds,
-               res[1].seconds, res[2].seconds);
-        printf("\"table_c\": {\"head\": [%u, %u], \"steps\": [", two->best_l, two->best_h);
-        for (size_t i = 0; i <= NC; i++) printf("%s%u", i ? ", " : "", i < NC ? C_STEPS[i] : steps);
-        printf("], \"attention\": [");
+        cJSON_AddNumberToObject(ta, "first_step_10", (double)s10);
+        cJSON_AddNumberToObject(ta, "first_step_80", (double)s80);
+        cJSON *tb = cJSON_AddObjectToObject(root, "table_b");
+        cJSON *b_layers = cJSON_AddArrayToObject(tb, "layers");
+        cJSON *b_acc = cJSON_AddArrayToObject(tb, "accuracy");
+        cJSON *b_ref = cJSON_AddArrayToObject(tb, "post_accuracy");
+        cJSON *b_sec = cJSON_AddArrayToObject(tb, "seconds");
+        for (int l = 0; l < MAX_LAYERS; l++) {
+            cJSON_AddItemToArray(b_layers, cJSON_CreateNumber(l + 1));
+            cJSON_AddItemToArray(b_acc, jnum(res[l].final_acc));
+            cJSON_AddItemToArray(b_ref, cJSON_CreateNumber(B_POST[l] / 100));
+            cJSON_AddItemToArray(b_sec, jnum(res[l].seconds));
+        }
+        cJSON *tcj = cJSON_AddObjectToObject(root, "table_c");
+        cJSON *head = cJSON_AddArrayToObject(tcj, "head");
+        cJSON_AddItemToArray(head, cJSON_CreateNumber(two->best_l));
+        cJSON_AddItemToArray(head, cJSON_CreateNumber(two->best_h));
+        cJSON *c_steps = cJSON_AddArrayToObject(tcj, "steps");
+        cJSON *c_att = cJSON_AddArrayToObject(tcj, "attention");
+        cJSON *c_ref = cJSON_AddArrayToObject(tcj, "post_attention");
         for (size_t i = 0; i <= NC; i++) {
-            int k = curve_index(two, i < NC ? C_STEPS[i] : steps);
-            printf("%s", i ? ", " : "");
-            jnum(k < 0 ? NAN : two->curve_att[k * nh2 + bi]);
+            unsigned st = i < NC ? C_STEPS[i] : steps;
+            int k = curve_index(two, st);
+            cJSON_AddItemToArray(c_steps, cJSON_CreateNumber(st));
+            cJSON_AddItemToArray(c_att, jnum(k < 0 ? NAN : two->curve_att[k * nh2 + bi]));
+            cJSON_AddItemToArray(c_ref, jnum(i < NC ? C_POST[i] / 100 : NAN));
         }
-        printf("], \"seed_attention\": [0.042, 0.215, 0.405, 0.876, 0.796, null]}, ");
-        printf("\"checks\": {\"two_layers_95pct_ceiling\": %s, \"one_layer_le_25pct\": %s, "
-               "\"three_within_3pts\": %s, \"sharp_switch\": %s, \"attention_ge_0_8\": %s}}\n",
-               ok_two ? "true" : "false", ok_one ? "true" : "false", ok_three ? "true" : "false",
-               ok_sharp ? "true" : "false", ok_att ? "true" : "false");
+        cJSON *checks = cJSON_AddObjectToObject(root, "checks");
+        cJSON_AddBoolToObject(checks, "two_layers_95pct_ceiling", ok_two);
+        cJSON_AddBoolToObject(checks, "one_layer_le_25pct", ok_one);
+        cJSON_AddBoolToObject(checks, "three_within_3pts", ok_three);
+        cJSON_AddBoolToObject(checks, "sharp_switch", ok_sharp);
+        cJSON_AddBoolToObject(checks, "attention_ge_0_8", ok_att);
+        char *text = cJSON_PrintUnformatted(root);
+        if (!text) {
+            fprintf(stderr, "kv-retrieval: out of memory\n");
+            return CLI_EXIT_FAILED;
+        }
+        printf("%s\n", text);
+        cJSON_free(text);
+        cJSON_Delete(root);
     }
     for (unsigned l = 0; l < MAX_LAYERS; l++) {
         free(res[l].curve_step);

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+
 #ifndef PHASE_CHANGE_SOURCE_ROOT
 #define PHASE_CHANGE_SOURCE_ROOT "."
 #endif
@@ -132,11 +134,7 @@ static const options DEFAULTS = {
 /* ======================================================================== */
 /* Small utilities. */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now(void) { return cli_now(); }
 
 static void *xcalloc(size_t n, size_t size) {
     void *p = calloc(n ? n : 1, size ? size : 1);
@@ -182,28 +180,9 @@ static int mkdir_p(const char *path) {
     return rc;
 }
 
-/* Write `len` bytes to `path` atomically: a temporary file in the same directory,
- * flushed and fsync'ed, then renamed over `path`. Returns 0 or -1 (errno set). */
+/* Write `len` bytes to `path` atomically (cli.c). Returns 0 or -1 (errno set). */
 static int write_atomic(const char *path, const char *data, size_t len) {
-    size_t n = strlen(path) + 64;
-    char *tmp = xcalloc(n, 1);
-    snprintf(tmp, n, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f != NULL;
-    if (ok) ok = fwrite(data, 1, len, f) == len;
-    if (f) {
-        ok = fflush(f) == 0 && ok;
-        ok = fsync(fileno(f)) == 0 && ok;
-        ok = fclose(f) == 0 && ok;
-    }
-    if (ok) ok = rename(tmp, path) == 0;
-    if (!ok) {
-        int e = errno;
-        unlink(tmp);
-        errno = e;
-    }
-    free(tmp);
-    return ok ? 0 : -1;
+    return cli_write_atomic(path, data, len);
 }
 
 static char *read_file(const char *path, size_t *len_out) {
@@ -237,17 +216,7 @@ static char *read_file(const char *path, size_t *len_out) {
     return buf;
 }
 
-static void fmt_duration(double s, char *buf, size_t cap) {
-    if (!isfinite(s) || s < 0) {
-        snprintf(buf, cap, "?");
-    } else if (s < 90) {
-        snprintf(buf, cap, "%.0fs", s);
-    } else if (s < 5400) {
-        snprintf(buf, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    } else {
-        snprintf(buf, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    }
-}
+static void fmt_duration(double s, char *buf, size_t cap) { cli_fmt_duration(s, buf, cap); }
 
 /* ======================================================================== */
 /* Command line. */
@@ -299,26 +268,13 @@ static void bad_input(const char *fmt, ...) {
     exit(2);
 }
 
+/* Checked numbers (cli.c): `flag` is "--name". */
 static uint64_t parse_u64(const char *flag, const char *v, uint64_t lo, uint64_t hi) {
-    char *end = NULL;
-    errno = 0;
-    if (!*v || *v == '-' || *v == '+' || (*v < '0' || *v > '9'))
-        bad_input("%s needs a non-negative integer, got '%s'", flag, v);
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end) bad_input("%s needs a non-negative integer, got '%s'", flag, v);
-    if (x < lo || x > hi)
-        bad_input("%s must be in [%llu, %llu], got %llu", flag, (unsigned long long)lo,
-                  (unsigned long long)hi, x);
-    return x;
+    return cli_u64(flag + 2, v, lo, hi);
 }
 
 static double parse_f64(const char *flag, const char *v, double lo, double hi) {
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || errno || *end || !isfinite(x)) bad_input("%s needs a number, got '%s'", flag, v);
-    if (x < lo || x > hi) bad_input("%s must be in [%g, %g], got %g", flag, lo, hi, x);
-    return x;
+    return cli_f64(flag + 2, v, lo, hi);
 }
 
 typedef struct model_spec {
@@ -357,31 +313,39 @@ static size_t parse_models(const char *list, model_spec *out) {
     return n;
 }
 
-static void parse_args(int argc, char **argv, options *o) {
-    *o = DEFAULTS;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            exit(0);
-        }
-        if (!strcmp(a, "--allow-short")) { o->allow_short = 1; continue; }
-        if (!strcmp(a, "--no-estimate")) { o->estimate = 0; continue; }
-        if (strncmp(a, "--", 2)) bad_input("unexpected argument '%s'", a);
-        static const char *const known[] = {
-            "--text", "--suffix", "--tokens", "--format", "--d-vocab", "--eval-windows",
-            "--data-seed", "--val-fraction", "--block-tokens", "--bos", "--models", "--d-model",
-            "--heads", "--seq-len", "--ln", "--positional", "--init", "--init-std", "--pos-init",
-            "--pos-amp", "--smear-alpha-init", "--seed", "--batch", "--lr", "--warmup",
-            "--weight-decay", "--grad-clip", "--schedule", "--min-lr-ratio", "--steps",
-            "--eval-every", "--eval-batch", "--smooth", "--icl-band", "--snapshots", "--threads",
-            "--jobs", "--out", "--induction-threshold", "--previous-token-threshold",
-            "--duplicate-threshold", NULL};
-        int found = 0;
-        for (int k = 0; known[k]; k++) found |= !strcmp(a, known[k]);
-        if (!found) bad_input("unknown flag '%s'", a);
-        if (i + 1 >= argc) bad_input("%s needs a value", a);
-        const char *v = argv[++i];
+/* Every flag but --help (cli_parse handles it); the two without a value first. */
+static const struct option LONGOPTS[] = {
+    {"allow-short", no_argument, 0, 0}, {"no-estimate", no_argument, 0, 0},
+    {"text", required_argument, 0, 0}, {"suffix", required_argument, 0, 0},
+    {"tokens", required_argument, 0, 0}, {"format", required_argument, 0, 0},
+    {"d-vocab", required_argument, 0, 0}, {"eval-windows", required_argument, 0, 0},
+    {"data-seed", required_argument, 0, 0}, {"val-fraction", required_argument, 0, 0},
+    {"block-tokens", required_argument, 0, 0}, {"bos", required_argument, 0, 0},
+    {"models", required_argument, 0, 0}, {"d-model", required_argument, 0, 0},
+    {"heads", required_argument, 0, 0}, {"seq-len", required_argument, 0, 0},
+    {"ln", required_argument, 0, 0}, {"positional", required_argument, 0, 0},
+    {"init", required_argument, 0, 0}, {"init-std", required_argument, 0, 0},
+    {"pos-init", required_argument, 0, 0}, {"pos-amp", required_argument, 0, 0},
+    {"smear-alpha-init", required_argument, 0, 0}, {"seed", required_argument, 0, 0},
+    {"batch", required_argument, 0, 0}, {"lr", required_argument, 0, 0},
+    {"warmup", required_argument, 0, 0}, {"weight-decay", required_argument, 0, 0},
+    {"grad-clip", required_argument, 0, 0}, {"schedule", required_argument, 0, 0},
+    {"min-lr-ratio", required_argument, 0, 0}, {"steps", required_argument, 0, 0},
+    {"eval-every", required_argument, 0, 0}, {"eval-batch", required_argument, 0, 0},
+    {"smooth", required_argument, 0, 0}, {"icl-band", required_argument, 0, 0},
+    {"snapshots", required_argument, 0, 0}, {"threads", required_argument, 0, 0},
+    {"jobs", required_argument, 0, 0}, {"out", required_argument, 0, 0},
+    {"induction-threshold", required_argument, 0, 0},
+    {"previous-token-threshold", required_argument, 0, 0},
+    {"duplicate-threshold", required_argument, 0, 0}, {0, 0, 0, 0}};
+
+static void on_option(const char *name, const char *v, void *ud) {
+    options *o = ud;
+    char a[64];
+    snprintf(a, sizeof a, "--%s", name);
+    {
+        if (!strcmp(a, "--allow-short")) { o->allow_short = 1; return; }
+        if (!strcmp(a, "--no-estimate")) { o->estimate = 0; return; }
         if (!strcmp(a, "--text")) o->text = v;
         else if (!strcmp(a, "--suffix")) o->suffix = v;
         else if (!strcmp(a, "--tokens")) o->tokens = v;
@@ -447,6 +411,13 @@ static void parse_args(int argc, char **argv, options *o) {
             o->out = v;
         }
     }
+}
+
+static void parse_args(int argc, char **argv, options *o) {
+    *o = DEFAULTS;
+    cli_init(prog, "(--text PATH [--suffix SUF] | --tokens PATH [--format u16|u32|llmc]) "
+                   "[--out DIR] [options]", usage);
+    cli_parse(argc, argv, LONGOPTS, on_option, o);
     if (!o->text == !o->tokens) bad_input("give exactly one of --text PATH and --tokens PATH");
     if (o->suffix && !o->text) bad_input("--suffix goes with --text");
     const char *path = o->text ? o->text : o->tokens;
@@ -487,18 +458,15 @@ typedef struct shared {
     uint32_t T, E;             /* sequence length, evaluation sequences */
     pthread_mutex_t mu;
     int tty;
-    double t0, last_draw;
+    double t0;
     job *jobs;
     size_t n_jobs;
     size_t next;               /* next job to start (under mu) */
-    int line_open;             /* a progress line without newline is on the terminal */
+    cli_progress bar;          /* the progress line (cli.c) */
 } shared;
 
-static volatile sig_atomic_t g_stop;
-static void on_sigint(int sig) {
-    (void)sig;
-    g_stop = 1;
-}
+/* SIGINT / SIGTERM (cli.c): the training callbacks stop their runs. */
+#define g_stop cli_interrupted()
 
 /* What we read back from a model's metrics log. */
 typedef struct series {
@@ -556,9 +524,7 @@ static void job_fail(job *j, int rc, const char *what) {
 /* ---- progress display ---- */
 
 static void draw_progress(shared *sh, int force) {
-    double t = now();
-    if (!force && t - sh->last_draw < 0.25) return;
-    sh->last_draw = t;
+    (void)force; /* cli_progress_draw redraws at most 4 times a second, always at the end */
     double done = 0, total = 0;
     char line[1024];
     size_t off = 0;
@@ -572,21 +538,10 @@ static void draw_progress(shared *sh, int force) {
                                 (unsigned long long)j->step, (unsigned long long)sh->o->steps);
         if (off >= sizeof line) off = sizeof line - 1;
     }
-    double el = t - sh->t0;
-    char eta[32], els[32];
-    fmt_duration(done > 0 ? el * (total - done) / done : NAN, eta, sizeof eta);
-    fmt_duration(el, els, sizeof els);
-    fprintf(stderr, "\r%s  | %s elapsed, ETA %s   ", line, els, eta);
-    fflush(stderr);
-    sh->line_open = 1;
+    cli_progress_draw(&sh->bar, line, 0, done, total, "|");
 }
 
-static void end_progress_line(shared *sh) {
-    if (sh->tty && sh->line_open) {
-        fputc('\n', stderr);
-        sh->line_open = 0;
-    }
-}
+static void end_progress_line(shared *sh) { cli_progress_end(&sh->bar); }
 
 /* ---- training callback: each evaluation's loss curve and loss vectors ---- */
 
@@ -1751,8 +1706,9 @@ int main(int argc, char **argv) {
     fflush(stdout);
 
     /* ---- train ---- */
-    signal(SIGINT, on_sigint);
+    cli_signals_catch();
     sh.t0 = now();
+    cli_progress_start(&sh.bar);
     uint32_t n_threads = o.jobs < n_models ? o.jobs : (uint32_t)n_models;
     pthread_t th[MAX_MODELS];
     for (uint32_t t = 0; t < n_threads; t++)
@@ -1761,7 +1717,7 @@ int main(int argc, char **argv) {
             return 1;
         }
     for (uint32_t t = 0; t < n_threads; t++) pthread_join(th[t], NULL);
-    signal(SIGINT, SIG_DFL);
+    cli_signals_restore();
     if (sh.tty) {
         draw_progress(&sh, 1);
         end_progress_line(&sh);
@@ -1775,9 +1731,11 @@ int main(int argc, char **argv) {
         }
     if (failed) {
         /* a Ctrl-C that came after every model had finished does not discard the run */
-        if (g_stop)
+        if (g_stop) {
             fprintf(stderr, "phase-change: interrupted; snapshots so far are in %s/<model>/\n",
                     o.out);
+            return CLI_EXIT_INTERRUPTED;
+        }
         return 1;
     }
 

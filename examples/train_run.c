@@ -1,18 +1,15 @@
 /* train-run: a training run as the ICL paper records it — a metrics time series and
  * log-spaced snapshots — that survives interruption and resumes bit-identically.
  *
- * Model and data are seed 003's (see induction_rrt.c): an attention-only transformer
- * (2 layers by default) on repeated random tokens, V = T = 64, AdamW lr 1e-3.
+ * Model and data are those of induction-rrt (see induction_rrt.c): an attention-only
+ * transformer (2 layers by default) on repeated random tokens, V = T = 64, AdamW lr 1e-3.
  * Writes into --out DIR (which must exist):
  *   DIR/metrics.jsonl              one JSON object per evaluation (docs/training.md)
  *   DIR/ckpt-<step>.safetensors    snapshots at steps 0, 1, 2, 4, … and every 500
  *                                  (model + optimizer: each one is a resume point)
- * Ctrl-C stops between two steps (induct_model_interrupt from the signal handler) and
- * saves DIR/interrupted.safetensors; `--resume DIR/interrupted.safetensors` continues
- * the run where it stopped, appending to the same metrics log.
- *
- * Usage: train-run --out DIR [--steps N] [--layers L] [--eval-every K] [--threads N]
- *                  [--resume FILE] [--target-loss X]
+ * Ctrl-C or SIGTERM stops between two steps and saves DIR/interrupted.safetensors
+ * (exit status 130); `--resume DIR/interrupted.safetensors` continues the run where it
+ * stopped, appending to the same metrics log. `train-run --help` lists every option.
  */
 #include <induct/induct.h>
 
@@ -21,28 +18,59 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "cli.h"
 
 #define V 64
 #define T 64
 
-static induct_model *g_model; /* for the signal handler */
+typedef struct options {
+    const char *out, *resume;
+    uint64_t steps, eval_every;
+    uint32_t layers, threads;
+    double target;
+} options;
 
-/* induct_model_interrupt() only stores to a lock-free atomic flag, which is
- * async-signal-safe. */
-static void on_sigint(int sig) {
-    (void)sig;
-    induct_model_interrupt(g_model);
+static const options DEFAULTS = {NULL, NULL, 2000, 100, 2, 1, 0.0};
+
+static void help(FILE *f) {
+    fprintf(f,
+            "usage: train-run --out DIR [options]\n"
+            "\n"
+            "Train an attention-only transformer on repeated random tokens (V = T = 64,\n"
+            "d_model 64, 4 heads, batch 64, AdamW lr 1e-3) with induct_train(): a metrics\n"
+            "log, log-spaced snapshots, a progress bar, and a resume point on Ctrl-C.\n"
+            "\n"
+            "  --out DIR          existing directory for metrics.jsonl and ckpt-<step>.safetensors\n"
+            "  --steps N          train until the step counter is N (default %llu; 1 ... 10^9)\n"
+            "  --layers L         number of attention layers (default %u; 1 ... 16)\n"
+            "  --eval-every K     evaluate every K steps (default %llu; 1 ... 10^9)\n"
+            "  --threads N        threads for the model (default %u; 1 ... 1024)\n"
+            "  --resume FILE      continue from a snapshot or DIR/interrupted.safetensors\n"
+            "                     (the same --out and --steps; the metrics log is appended to)\n"
+            "  --target-loss X    stop once the evaluation loss is <= X nats (default 0: off)\n"
+            "  -h, --help         this help\n"
+            "\n"
+            "Ctrl-C or SIGTERM stops between two steps and saves DIR/interrupted.safetensors\n"
+            "(a second one ends the program at once).\n"
+            "Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (resume point saved).\n",
+            (unsigned long long)DEFAULTS.steps, DEFAULTS.layers,
+            (unsigned long long)DEFAULTS.eval_every, DEFAULTS.threads);
 }
 
-static void die(int rc, const char *what) {
-    fprintf(stderr, "train-run: %s: %s (%s)\n", what, induct_status_name(rc),
-            induct_last_error_message());
-    exit(1);
+static void on_option(const char *name, const char *v, void *ud) {
+    options *o = ud;
+    if (!strcmp(name, "out")) o->out = v;
+    else if (!strcmp(name, "resume")) o->resume = v;
+    else if (!strcmp(name, "steps")) o->steps = cli_u64(name, v, 1, 1000000000);
+    else if (!strcmp(name, "eval-every")) o->eval_every = cli_u64(name, v, 1, 1000000000);
+    else if (!strcmp(name, "layers")) o->layers = cli_u32(name, v, 1, 16);
+    else if (!strcmp(name, "threads")) o->threads = cli_u32(name, v, 1, 1024);
+    else if (!strcmp(name, "target-loss")) o->target = cli_f64(name, v, 0, 1e6);
 }
 
 typedef struct bar {
-    int tty;
+    cli_progress p;
     double last_eval;
 } bar;
 
@@ -50,49 +78,43 @@ typedef struct bar {
 static int progress(const induct_progress *p, void *ud) {
     bar *b = ud;
     if (p->events & INDUCT_TRAIN_EVENT_EVAL) b->last_eval = p->eval_loss;
-    if (b->tty) {
-        const int width = 28;
-        int fill = p->steps ? (int)((double)p->step / (double)p->steps * width) : width;
-        fprintf(stderr, "\r[");
-        for (int i = 0; i < width; i++) fputc(i < fill ? '#' : '.', stderr);
-        fprintf(stderr, "] %llu/%llu  loss %.3f  eval %.3f  lr %.2g  %.0f tok/s  ETA %.0fs  ",
-                (unsigned long long)p->step, (unsigned long long)p->steps,
-                isnan(p->loss) ? 0.0 : p->loss, b->last_eval, isnan(p->lr) ? 0.0 : p->lr,
-                p->tokens_per_second, isnan(p->eta_seconds) ? 0.0 : p->eta_seconds);
-        if (p->events & INDUCT_TRAIN_EVENT_DONE) fputc('\n', stderr);
+    if (cli_progress_tty(&b->p)) {
+        char detail[160];
+        snprintf(detail, sizeof detail, "%llu/%llu  loss %.3f  eval %.3f  lr %.2g  %.0f tok/s",
+                 (unsigned long long)p->step, (unsigned long long)p->steps,
+                 isnan(p->loss) ? 0.0 : p->loss, b->last_eval, isnan(p->lr) ? 0.0 : p->lr,
+                 p->tokens_per_second);
+        cli_progress_draw(&b->p, "", 28, (double)p->step, (double)p->steps, detail);
     } else if (p->events & INDUCT_TRAIN_EVENT_EVAL) {
         fprintf(stderr, "step %llu: eval loss %.4f nats\n", (unsigned long long)p->step,
                 p->eval_loss);
     }
-    return 0;
+    return cli_interrupted() != 0;
 }
 
 int main(int argc, char **argv) {
-    const char *out = NULL, *resume = NULL;
-    unsigned long long steps = 2000, eval_every = 100;
-    unsigned layers = 2, threads = 1;
-    double target = 0.0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) goto usage;
-        if (!strcmp(a, "--out")) out = v;
-        else if (!strcmp(a, "--resume")) resume = v;
-        else if (!strcmp(a, "--steps")) steps = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--eval-every")) eval_every = strtoull(v, NULL, 10);
-        else if (!strcmp(a, "--layers")) layers = (unsigned)atoi(v);
-        else if (!strcmp(a, "--threads")) threads = (unsigned)atoi(v);
-        else if (!strcmp(a, "--target-loss")) target = atof(v);
-        else goto usage;
-        i++;
-    }
-    if (!out) goto usage;
+    cli_init("train-run", "--out DIR [options]", help);
+    options opt = DEFAULTS;
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 0},        {"resume", required_argument, 0, 0},
+        {"steps", required_argument, 0, 0},      {"eval-every", required_argument, 0, 0},
+        {"layers", required_argument, 0, 0},     {"threads", required_argument, 0, 0},
+        {"target-loss", required_argument, 0, 0}, {0, 0, 0, 0}};
+    cli_parse(argc, argv, longopts, on_option, &opt);
+    if (!opt.out) cli_usage_error("--out DIR is required");
+    const char *out = opt.out, *resume = opt.resume;
+    unsigned long long steps = opt.steps, eval_every = opt.eval_every;
+    unsigned layers = opt.layers, threads = opt.threads;
+    double target = opt.target;
+    if (strlen(out) > 4000) cli_usage_error("--out: the path is too long");
+    cli_signals_catch(); /* from here a Ctrl-C or SIGTERM ends in a resume point */
 
     induct_model *m = NULL;
     induct_optimizer *o = NULL;
     int rc;
     if (resume) {
-        if ((rc = induct_model_load(&m, resume))) die(rc, "loading the model");
-        if ((rc = induct_optimizer_load(&o, m, resume))) die(rc, "loading the optimizer");
+        if ((rc = induct_model_load(&m, resume))) cli_lib_fail(rc, "loading the model");
+        if ((rc = induct_optimizer_load(&o, m, resume))) cli_lib_fail(rc, "loading the optimizer");
         induct_model_set_threads(m, threads);
     } else {
         induct_model_config mc;
@@ -104,8 +126,8 @@ int main(int argc, char **argv) {
         mc.d_vocab = V;
         mc.init = INDUCT_INIT_TORCH;
         mc.n_threads = threads;
-        if ((rc = induct_model_new(&m, &mc))) die(rc, "model");
-        if ((rc = induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW))) die(rc, "optimizer");
+        if ((rc = induct_model_new(&m, &mc))) cli_lib_fail(rc, "model");
+        if ((rc = induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW))) cli_lib_fail(rc, "optimizer");
         induct_optimizer_set(o, INDUCT_OPT_LR, 1e-3);
     }
     induct_rrt_config rc_;
@@ -113,7 +135,7 @@ int main(int argc, char **argv) {
     rc_.d_vocab = V;
     rc_.seed = 1; /* the dataset is not in the checkpoint: recreate it identically */
     induct_dataset *d;
-    if ((rc = induct_dataset_new_rrt(&d, &rc_))) die(rc, "dataset");
+    if ((rc = induct_dataset_new_rrt(&d, &rc_))) cli_lib_fail(rc, "dataset");
 
     char metrics[4096], snaps[4096], stop_file[4096];
     snprintf(metrics, sizeof metrics, "%s/metrics.jsonl", out);
@@ -135,33 +157,30 @@ int main(int argc, char **argv) {
     tc.snapshot_path = snaps;
     tc.target_loss = target;
 
-    g_model = m;
-    signal(SIGINT, on_sigint);
-    bar b = {isatty(2), NAN};
+    cli_watch_model(m); /* a signal also stops an evaluation in progress */
+    bar b = {.last_eval = NAN};
+    cli_progress_start(&b.p);
     rc = induct_train(o, d, &tc, progress, &b);
-    signal(SIGINT, SIG_DFL);
+    cli_progress_end(&b.p);
+    cli_watch_model(NULL);
     double step = 0;
     induct_optimizer_get(o, INDUCT_OPT_STEP, &step);
+    int status = CLI_EXIT_OK;
     if (rc == INDUCT_EINTERRUPTED) {
-        if (b.tty) fputc('\n', stderr);
         int src = induct_optimizer_save(o, stop_file);
-        if (src) die(src, "saving the interrupted state");
-        printf("interrupted at step %.0f; resume with: %s --out %s --resume %s --steps %llu\n",
-               step, argv[0], out, stop_file, steps);
+        if (src) cli_lib_fail(src, "saving the interrupted state");
+        printf("interrupted (%s) at step %.0f; resume with: %s --out %s --resume %s --steps %llu\n",
+               cli_interrupted() == SIGTERM ? "SIGTERM" : "SIGINT", step, argv[0], out,
+               stop_file, steps);
+        status = CLI_EXIT_INTERRUPTED;
     } else if (rc) {
-        die(rc, "training");
+        cli_lib_fail(rc, "training");
     } else {
         printf("trained to step %.0f; metrics in %s, snapshots %s\n", step, metrics, snaps);
     }
+    cli_signals_restore();
     induct_optimizer_free(o);
     induct_model_free(m);
     induct_dataset_free(d);
-    return rc == INDUCT_OK || rc == INDUCT_EINTERRUPTED ? 0 : 1;
-
-usage:
-    fprintf(stderr,
-            "usage: %s --out DIR [--steps N] [--layers L] [--eval-every K] [--threads N]\n"
-            "       [--resume FILE] [--target-loss X]\n",
-            argv[0]);
-    return 2;
+    return status;
 }
