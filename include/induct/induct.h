@@ -376,7 +376,7 @@ INDUCT_API int induct_model_set_tensor(induct_model *model, const char *name, co
 /**
  * @brief Forward pass on a batch of token ids.
  *
- * Per-token loss (DEFINITIONS): `loss[b][p] = −ln P(tokens[b][p+1] | tokens[b][0..p])`
+ * Per-token loss (docs/definitions.md): `loss[b][p] = −ln P(tokens[b][p+1] | tokens[b][0..p])`
  * in nats for p in 0 … seq_len−2. Cross-entropy via log-sum-exp with the row maximum
  * subtracted: adding a constant to every logit of a row changes neither the losses nor
  * (induct_model_backward()) any gradient, for any finite logits.
@@ -668,7 +668,8 @@ typedef struct induct_dataset induct_dataset;
 #define INDUCT_SPLIT_EVAL 1u
 
 /**
- * @brief Repeated-random-token generator (seed 003, "직접 재현해 보기"; DEFINITIONS "RRT").
+ * @brief Repeated-random-token generator (the induction-head experiments; docs/definitions.md,
+ * "Repeated random tokens").
  *
  * Each sequence of length T is: [BOS if `bos >= 0`], then a block of L tokens, then
  * `n_repeats − 1` copies of the same block, then filler to the end. L is drawn
@@ -718,7 +719,7 @@ INDUCT_API int induct_dataset_new_rrt(induct_dataset **out, const induct_rrt_con
 
 /**
  * @brief Create a dataset of random windows over a caller's token array (copied).
- * Window starts are uniform in `{0 … n − T − 1}` (DEFINITIONS, "Token files": the
+ * Window starts are uniform in `{0 … n − T − 1}` (docs/definitions.md, "Token files": the
  * window plus one further token fit in the array, so `n ≥ T + 1` is required). The
  * train split and the eval split are separate random streams over the same array.
  * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
