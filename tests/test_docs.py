@@ -16,7 +16,8 @@
   of the program before it: compared line by line, numbers within 0.05.
 - Other blocks (diagrams, formulas, unlabelled): must have no language or `text`.
 
-Environment (tests/meson.build): INDUCT_SOURCE_ROOT, INDUCT_BUILD_DIR, CC."""
+Environment (tests/meson.build): INDUCT_SOURCE_ROOT, INDUCT_BUILD_DIR, INDUCT_TEST_CFLAGS (the
+build's sanitizers), CC."""
 import json
 import os
 import pathlib
@@ -161,9 +162,10 @@ def run_c(b, tmp_path):
     src.write_text(c_program(b))
     exe = tmp_path / "block"
     cc = os.environ.get("CC", "cc").split()
-    cmd = cc + ["-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Werror=implicit-function-declaration",
-                "-I", str(SRC / "include"), "-I", str(BUILD / "include"), str(src),
-                "-L", str(BUILD / "lib"), f"-Wl,-rpath,{BUILD / 'lib'}", "-linduct", "-o", str(exe)]
+    cmd = cc + os.environ.get("INDUCT_TEST_CFLAGS", "").split() + [
+        "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-Wall", "-Werror=implicit-function-declaration",
+        "-I", str(SRC / "include"), "-I", str(BUILD / "include"), str(src),
+        "-L", str(BUILD / "lib"), f"-Wl,-rpath,{BUILD / 'lib'}", "-linduct", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{b.path}:{b.line}: does not compile:\n{r.stderr}"
     r = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path, timeout=240)

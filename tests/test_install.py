@@ -41,7 +41,8 @@ def installed(tmp_path_factory):
     flags = run(["pkg-config", "--cflags", "--libs", "induct"], env=env).split()
     exe = dest / "blas_probe"
     cc = os.environ.get("CC", "cc")
-    run([cc, "-std=c11", "-O1", PROBE, *flags, "-ldl", "-o", str(exe)])
+    extra = os.environ.get("INDUCT_TEST_CFLAGS", "").split()  # the build's sanitizers
+    run([cc, "-std=c11", "-O1", *extra, PROBE, *flags, "-ldl", "-o", str(exe)])
     return dest, libs[0], exe
 
 
