@@ -4,7 +4,9 @@
   its libinduct and run. A block without is a fragment: it runs inside a program that
   first makes the handles the guides' fragments use (`m`/`model`, `opt`, `ds`/`dataset`/
   `data`, an initialised `tc`, progress callbacks `my_progress` and `cb`, the latter
-  stopping the first run it sees at step 2, and `ud`/`my_data`).
+  stopping the first run it sees at step 2, `ud`/`my_data`, and a batch: `tokens`
+  [B][T], `B`, `T`, `V`, a `logits` buffer). Function definitions at the start of a
+  fragment (a line at column 0 opening one, up to the `}` at column 0) go to file scope.
 - ```python: the blocks of one file run in order in one namespace (like a session), in a
   temporary directory, with the build's `induct` package. An HTML comment
   `<!-- doc-test setup: ... -->` before a block adds the code it leaves implicit (the
@@ -106,6 +108,7 @@ FRAGMENT_MAIN = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+FILESCOPE
 static int my_progress(const induct_progress *p, void *ud) { (void)p; (void)ud; return 0; }
 static int stopped_once;
 /* stops the first run it sees at step 2 (the guides' "returns INDUCT_EINTERRUPTED") */
@@ -136,12 +139,19 @@ int main(void) {
     induct_train_config tc;
     induct_train_config_init(&tc, sizeof tc);
     tc.steps = 4; tc.batch = 8; tc.seq_len = 32;
+    uint32_t B = 2, T = 16, V = mc.d_vocab;
+    int32_t *tokens = malloc(sizeof(int32_t) * B * T);
+    float *logits = malloc(sizeof(float) * B * T * V);
+    if (!tokens || !logits) return 1;
+    need(induct_dataset_batch(ds, INDUCT_SPLIT_EVAL, 0, B, T, tokens, B * T, NULL, 0), "batch");
     (void)model; (void)dataset; (void)data; (void)ud; (void)my_data; (void)tc;
     (void)my_progress; (void)cb;
     {
 #line LINE "FILE"
 FRAGMENT
     }
+    free(tokens);
+    free(logits);
     induct_optimizer_free(opt);
     induct_model_free(m);
     induct_dataset_free(ds);
@@ -150,11 +160,36 @@ FRAGMENT
 """
 
 
+def split_fragment(code):
+    """(file-scope definitions, statements): leading function definitions, each from a
+    line at column 0 that opens one to the next line that is exactly "}"."""
+    lines = code.split("\n")
+    i, head = 0, []
+    while i < len(lines):
+        if not lines[i].strip() or lines[i].lstrip().startswith("/*"):
+            head.append(lines[i])
+            i += 1
+            continue
+        if re.match(r"^(static\s+)?[A-Za-z_][\w\s\*]*\b\w+\s*\(", lines[i]) and not lines[i].endswith(";"):
+            j = i
+            while j < len(lines) and lines[j] != "}":
+                j += 1
+            head += lines[i:j + 1]
+            i = j + 1
+            continue
+        break
+    if not any(re.match(r"^(static\s+)?[A-Za-z_]", l) for l in head):
+        return "", code
+    return "\n".join(head) + "\n", "\n".join(lines[i:])
+
+
 def c_program(b):
     if re.search(r"\bint\s+main\s*\(", b.code):
         return f'#line {b.line + 1} "{b.path}"\n' + b.code
-    return (FRAGMENT_MAIN.replace("LINE", str(b.line + 1)).replace("FILE", b.path)
-            .replace("FRAGMENT", b.code))
+    head, body = split_fragment(b.code)
+    body_line = b.line + 1 + (len(head.split("\n")) - 1 if head else 0)
+    return (FRAGMENT_MAIN.replace("FILESCOPE", f'#line {b.line + 1} "{b.path}"\n{head}#line 1 "fragment-main.c"' if head else "")
+            .replace("LINE", str(body_line)).replace("FILE", b.path).replace("FRAGMENT", body))
 
 
 def run_c(b, tmp_path):
