@@ -876,7 +876,7 @@ static int analyse(job *j) {
                  j->spec.name, s->n, j->n_ev);
         return 1;
     }
-    /* ICL series. icl_token: the driver's icl_score (DEFINITIONS: L[499] − L[49]), or (short
+    /* ICL series. icl_token: the driver's icl_score (docs/definitions.md: L[499] − L[49]), or (short
      * contexts) the callback's value from the same average curve. The window and the checks
      * use the band estimator (--icl-band W: mean of L over the 2W+1 tokens centred on each
      * index), a lower-variance estimate of the same quantity; W = 0 is the single-token one. */
@@ -952,7 +952,7 @@ static int analyse(job *j) {
     add_num(ms, "icl_token_after", s->icl_token[ai]);
     cJSON_AddStringToObject(ms, "icl_estimator",
                             o->icl_band ? "band: mean L over ±icl_band tokens around each index"
-                                        : "single tokens (DEFINITIONS)");
+                                        : "single tokens (docs/definitions.md)");
     add_num(ms, "icl_before_step", s->step[bi]);
     cJSON_AddStringToObject(ms, "icl_before_rule",
                             found ? "last evaluation at or before the window start"
