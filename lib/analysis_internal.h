@@ -16,6 +16,9 @@ void induct__an_sgemm(int transA, int transB, size_t M, size_t N, size_t K, floa
 void induct__an_dgemm(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
                       const double *A, size_t lda, const double *B, size_t ldb, double beta,
                       double *C, size_t ldc);
+/* INDUCT_OK, or INDUCT_ENOTSUP naming `fn` in a build without LAPACKE (the portable
+ * WebAssembly build): the LAPACK-based analyses call it first. */
+int induct__an_lapack(const char *fn);
 /* Eigenvalues of the n x n row-major matrix a (overwritten). LAPACKE info. */
 int induct__an_dgeev(size_t n, double *a, double *wr, double *wi);
 /* Thin SVD of the m x n row-major matrix a (overwritten): u [m][k], s [k],

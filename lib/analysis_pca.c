@@ -12,6 +12,7 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
                                    double *total_variance_out) {
     const char *fn = "induct_analysis_pca";
     INDUCT_FAIL_IF(!x || !scores_out, INDUCT_EINVAL, "%s: NULL x or scores_out", fn);
+    INDUCT_TRY(induct__an_lapack(fn));
     INDUCT_FAIL_IF((!components_out && components_cap) || (!variance_out && variance_cap),
                    INDUCT_EINVAL, "%s: a NULL buffer needs capacity 0", fn);
     INDUCT_FAIL_IF(n_rows < 2 || n_cols < 1, INDUCT_EINVAL,

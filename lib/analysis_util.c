@@ -1,7 +1,11 @@
 /* analysis (issue 4): single-threaded BLAS/LAPACK calls and output-buffer checks
  * shared by the analysis files. */
+#ifndef INDUCT_PORTABLE_GEMM
 #include <cblas.h>
+#endif
+#ifndef INDUCT_NO_LAPACKE
 #include <lapacke.h>
+#endif
 
 #include "analysis_internal.h"
 #include "kernels.h"
@@ -37,18 +41,45 @@ void induct__an_sgemm(int transA, int transB, size_t M, size_t N, size_t K, floa
                       const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                       size_t ldc) {
     if (M == 0 || N == 0) return;
+#ifdef INDUCT_PORTABLE_GEMM
+    induct__gemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
     SERIAL(cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                        transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
                        (int)lda, B, (int)ldb, beta, C, (int)ldc));
+#endif
 }
 
 void induct__an_dgemm(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
                       const double *A, size_t lda, const double *B, size_t ldb, double beta,
                       double *C, size_t ldc) {
     if (M == 0 || N == 0) return;
+#ifdef INDUCT_PORTABLE_GEMM
+    induct__dgemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
     SERIAL(cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                        transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A,
                        (int)lda, B, (int)ldb, beta, C, (int)ldc));
+#endif
+}
+
+#ifdef INDUCT_NO_LAPACKE
+int induct__an_lapack(const char *fn) {
+    return induct__fail(INDUCT_ENOTSUP, "%s: this build has no LAPACK (LAPACKE was not found)",
+                        fn);
+}
+int induct__an_dgeev(size_t n, double *a, double *wr, double *wi) {
+    (void)n, (void)a, (void)wr, (void)wi;
+    return -1;
+}
+int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, double *vt) {
+    (void)m, (void)n, (void)a, (void)s, (void)u, (void)vt;
+    return -1;
+}
+#else
+int induct__an_lapack(const char *fn) {
+    (void)fn;
+    return INDUCT_OK;
 }
 
 int induct__an_dgeev(size_t n, double *a, double *wr, double *wi) {
@@ -65,6 +96,7 @@ int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, doubl
                                  (lapack_int)n, s, u, (lapack_int)k, vt, (lapack_int)n));
     return (int)info;
 }
+#endif
 
 int induct__an_out(const char *fn, const char *shape, size_t need, const void *out, size_t cap,
                    size_t *len) {

@@ -17,6 +17,7 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
     const char *fn = "induct_analysis_copying_eigen";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
+    INDUCT_TRY(induct__an_lapack(fn));
     const induct_model_config *c = &m->cfg;
     size_t D = c->d_model, V = c->d_vocab, H = c->n_heads, dh = c->d_head;
     /* UE = W_U W_E [D][D], computed once; then per head W_O[h] UE W_V[h] [dh][dh] */

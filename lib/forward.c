@@ -264,7 +264,7 @@ static float *ws_alloc(size_t bytes) {
     return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 }
 
-#define WS_FLOATS_MAX ((size_t)1 << 36)
+#define WS_FLOATS_MAX ((uint64_t)1 << 36) /* compared as uint64_t: a 32-bit size_t cannot hold it */
 
 /* Lay out (B, T) and check the fixed limit; the cached shape is forgotten first. */
 static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {

@@ -3,7 +3,9 @@
  * the thread count. */
 #include "kernels.h"
 
+#ifndef INDUCT_PORTABLE_GEMM
 #include <cblas.h>
+#endif
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -36,6 +38,9 @@ typedef ptrdiff_t idx;
  * Every build then computes each product single-threaded with the same kernels, so
  * the results are the same bits whichever is selected (tests/test_install.py). */
 int induct__blas_mode(void) {
+#ifdef INDUCT_PORTABLE_GEMM
+    return INDUCT__BLAS_OPENMP; /* no BLAS: the portable product follows the OpenMP rules */
+#else
     static atomic_int mode = INDUCT__BLAS_UNKNOWN;
     int m = atomic_load_explicit(&mode, memory_order_acquire);
     if (m == INDUCT__BLAS_UNKNOWN) {
@@ -45,12 +50,16 @@ int induct__blas_mode(void) {
         atomic_store_explicit(&mode, m, memory_order_release);
     }
     return m;
+#endif
 }
 
 static void gemm1(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc) {
     if (M == 0 || N == 0) return;
+#ifdef INDUCT_PORTABLE_GEMM
+    induct__gemm_portable(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
     if (induct__blas_mode() == INDUCT__BLAS_SEQUENTIAL) {
 #ifdef _OPENMP
 #pragma omp critical(induct_sequential_blas)
@@ -63,6 +72,7 @@ static void gemm1(int transA, int transB, size_t M, size_t N, size_t K, float al
     cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
                 transB ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, alpha, A, (int)lda,
                 B, (int)ldb, beta, C, (int)ldc);
+#endif
 }
 
 /* One single-threaded sgemm. libinduct links OpenBLAS's OpenMP build, which runs
@@ -115,11 +125,16 @@ static gemm_split gemm_split_rule(void) {
     int u = atomic_load_explicit(&unit, memory_order_relaxed);
     int sm = atomic_load_explicit(&small, memory_order_relaxed);
     if (!u || sm < 0) {
+#ifdef INDUCT_PORTABLE_GEMM
+        u = 48; /* the portable product gives every row the same bits wherever it starts */
+        sm = 0;
+#else
         (void)induct__blas_mode(); /* settle the BLAS's threading before any parallel region */
         const char *core = openblas_get_corename();
         u = core && (!strcmp(core, "Haswell") || !strcmp(core, "Zen")) ? 12 : 48;
         sm = core && (!strcasecmp(core, "SkylakeX") || !strcasecmp(core, "Cooperlake") ||
                       !strcasecmp(core, "SapphireRapids"));
+#endif
         atomic_store_explicit(&unit, u, memory_order_relaxed);
         atomic_store_explicit(&small, sm, memory_order_relaxed);
     }
@@ -567,6 +582,17 @@ void induct__add_inplace(float *a, const float *b, size_t n, int nt) {
 
 #include <stdatomic.h>
 
+/* One multiply-add of the portable path: fmaf (one rounding, as the AVX2 path's FMA, so
+ * the two agree bit for bit), except on WebAssembly, which has no fused multiply-add
+ * (neither scalar nor in SIMD128) and would call a slow software fmaf: there it is a
+ * multiply and an add, which the compiler vectorises; the WebAssembly build has no other
+ * path to agree with, and its results differ from the native ones by float rounding. */
+#if defined(__wasm__)
+#define FMA_(a, b, c) ((a) * (b) + (c))
+#else
+#define FMA_(a, b, c) fmaf(a, b, c)
+#endif
+
 #define EXP_LO (-87.33654475f) /* ln(FLT_MIN): below it the result would be subnormal */
 #define EXP_HI 88.0f
 #define EXP_LOG2E 1.44269504088896341f
@@ -584,15 +610,15 @@ float induct__expf(float x) {
     if (x < EXP_LO) return 0.0f;
     if (x > EXP_HI) x = EXP_HI;
     float fx = nearbyintf(x * EXP_LOG2E);
-    float r = fmaf(fx, -EXP_C1, x);
-    r = fmaf(fx, -EXP_C2, r);
+    float r = FMA_(fx, -EXP_C1, x);
+    r = FMA_(fx, -EXP_C2, r);
     float z = r * r, p = EXP_P0;
-    p = fmaf(p, r, EXP_P1);
-    p = fmaf(p, r, EXP_P2);
-    p = fmaf(p, r, EXP_P3);
-    p = fmaf(p, r, EXP_P4);
-    p = fmaf(p, r, EXP_P5);
-    p = fmaf(p, z, r);
+    p = FMA_(p, r, EXP_P1);
+    p = FMA_(p, r, EXP_P2);
+    p = FMA_(p, r, EXP_P3);
+    p = FMA_(p, r, EXP_P4);
+    p = FMA_(p, r, EXP_P5);
+    p = FMA_(p, z, r);
     p = p + 1.0f;
     uint32_t bits = (uint32_t)((int32_t)fx + 127) << 23;
     float sc;
@@ -612,6 +638,116 @@ static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
 static size_t attn_rows(size_t T) { return (T + ATTN_QB + 7) & ~(size_t)7; }
 
 /* -- portable 8-lane instantiation ------------------------------------------------ */
+#if defined(__wasm_simd128__)
+/* WebAssembly SIMD128: the "portable" instantiation as two 4-lane vectors per 8 lanes (the
+ * WebAssembly build has no other). Every lane performs the operations of the plain C
+ * helpers below except that FMA_ is a multiply and an add (see above); the reductions
+ * keep their tree order. */
+#include <wasm_simd128.h>
+typedef struct vf8 {
+    v128_t lo, hi;
+} vf8;
+typedef struct vd8 {
+    v128_t d[4]; /* lanes 0-1, 2-3, 4-5, 6-7 as doubles */
+} vd8;
+static inline vf8 s_zero(void) { vf8 r = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)}; return r; }
+static inline vf8 s_set1(float x) { vf8 r = {wasm_f32x4_splat(x), wasm_f32x4_splat(x)}; return r; }
+static inline vf8 s_load(const float *p) { vf8 r = {wasm_v128_load(p), wasm_v128_load(p + 4)}; return r; }
+static inline void s_store(float *p, vf8 a) { wasm_v128_store(p, a.lo); wasm_v128_store(p + 4, a.hi); }
+#define W2(name, op)                                                                               \
+    static inline vf8 name(vf8 a, vf8 b) {                                                         \
+        vf8 r = {op(a.lo, b.lo), op(a.hi, b.hi)};                                                  \
+        return r;                                                                                  \
+    }
+W2(s_mul, wasm_f32x4_mul)
+W2(s_add, wasm_f32x4_add)
+W2(s_sub, wasm_f32x4_sub)
+W2(s_div, wasm_f32x4_div)
+#undef W2
+static inline vf8 s_fma(vf8 a, vf8 b, vf8 c) { return s_add(s_mul(a, b), c); }
+/* a > b ? a : b per lane, as MAXPS(a, b): pmax(b, a) = (b < a ? a : b) */
+static inline vf8 s_max(vf8 a, vf8 b) {
+    vf8 r = {wasm_f32x4_pmax(b.lo, a.lo), wasm_f32x4_pmax(b.hi, a.hi)};
+    return r;
+}
+static inline float s_max1(float a, float b) { return a > b ? a : b; }
+static const int32_t lane_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+static inline vf8 s_lanes_below(size_t n) {
+    size_t k = n > 8 ? 8 : n;
+    return s_load((const float *)(const void *)(lane_tab + 8 - k));
+}
+static inline vf8 s_select(vf8 k, vf8 a, vf8 b) {
+    vf8 r = {wasm_v128_bitselect(a.lo, b.lo, k.lo), wasm_v128_bitselect(a.hi, b.hi, k.hi)};
+    return r;
+}
+static inline vf8 s_sqrt(vf8 a) { vf8 r = {wasm_f32x4_sqrt(a.lo), wasm_f32x4_sqrt(a.hi)}; return r; }
+static inline vf8 s_abs(vf8 a) { vf8 r = {wasm_f32x4_abs(a.lo), wasm_f32x4_abs(a.hi)}; return r; }
+static inline vf8 s_copysign(vf8 a, vf8 b) {
+    const v128_t sign = wasm_f32x4_splat(-0.0f);
+    vf8 r = {wasm_v128_bitselect(b.lo, a.lo, sign), wasm_v128_bitselect(b.hi, a.hi, sign)};
+    return r;
+}
+/* induct__expf on 4 lanes, without branches: the special cases are chosen at the end */
+static inline v128_t exp4(v128_t x) {
+    const v128_t zero = wasm_f32x4_splat(0.0f);
+    v128_t nan = wasm_f32x4_ne(x, x), lo = wasm_f32x4_lt(x, wasm_f32x4_splat(EXP_LO));
+    v128_t xc = wasm_v128_bitselect(zero, wasm_f32x4_pmin(x, wasm_f32x4_splat(EXP_HI)),
+                                    wasm_v128_or(nan, lo));
+    v128_t fx = wasm_f32x4_nearest(wasm_f32x4_mul(xc, wasm_f32x4_splat(EXP_LOG2E)));
+#define M4(a, b, c) wasm_f32x4_add(wasm_f32x4_mul(a, b), c)
+    v128_t r = M4(fx, wasm_f32x4_splat(-EXP_C1), xc);
+    r = M4(fx, wasm_f32x4_splat(-EXP_C2), r);
+    v128_t z = wasm_f32x4_mul(r, r), p = wasm_f32x4_splat(EXP_P0);
+    p = M4(p, r, wasm_f32x4_splat(EXP_P1));
+    p = M4(p, r, wasm_f32x4_splat(EXP_P2));
+    p = M4(p, r, wasm_f32x4_splat(EXP_P3));
+    p = M4(p, r, wasm_f32x4_splat(EXP_P4));
+    p = M4(p, r, wasm_f32x4_splat(EXP_P5));
+    p = M4(p, z, r);
+#undef M4
+    p = wasm_f32x4_add(p, wasm_f32x4_splat(1.0f));
+    v128_t n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(fx), wasm_i32x4_splat(127)), 23);
+    v128_t y = wasm_f32x4_mul(p, n);
+    return wasm_v128_bitselect(x, wasm_v128_bitselect(zero, y, lo), nan);
+}
+static inline vf8 s_exp(vf8 a) { vf8 r = {exp4(a.lo), exp4(a.hi)}; return r; }
+/* horizontal reductions in the tree order of the plain C helpers */
+static inline float s_hsum(vf8 a) {
+    v128_t v = wasm_f32x4_add(a.lo, a.hi);
+    return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 2)) +
+           (wasm_f32x4_extract_lane(v, 1) + wasm_f32x4_extract_lane(v, 3));
+}
+static inline float s_hmax(vf8 a) {
+    v128_t v = wasm_f32x4_pmax(a.hi, a.lo); /* lane l: max1(a[l], a[l + 4]) */
+    return s_max1(s_max1(wasm_f32x4_extract_lane(v, 0), wasm_f32x4_extract_lane(v, 2)),
+                  s_max1(wasm_f32x4_extract_lane(v, 1), wasm_f32x4_extract_lane(v, 3)));
+}
+static inline vd8 s_dzero(void) {
+    vd8 r;
+    for (int i = 0; i < 4; i++) r.d[i] = wasm_f64x2_splat(0.0);
+    return r;
+}
+static inline void s_acc_d(vd8 *lo, vd8 *hi, vf8 x) {
+    (void)hi;
+    lo->d[0] = wasm_f64x2_add(lo->d[0], wasm_f64x2_promote_low_f32x4(x.lo));
+    lo->d[1] = wasm_f64x2_add(lo->d[1], wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x.lo, x.lo, 2, 3, 0, 1)));
+    lo->d[2] = wasm_f64x2_add(lo->d[2], wasm_f64x2_promote_low_f32x4(x.hi));
+    lo->d[3] = wasm_f64x2_add(lo->d[3], wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x.hi, x.hi, 2, 3, 0, 1)));
+}
+static inline void s_dstore_f(float *o, vd8 a) {
+    for (int i = 0; i < 4; i++) {
+        o[2 * i] = (float)wasm_f64x2_extract_lane(a.d[i], 0);
+        o[2 * i + 1] = (float)wasm_f64x2_extract_lane(a.d[i], 1);
+    }
+}
+static inline double s_dhsum(vd8 lo, vd8 hi) {
+    (void)hi;
+    v128_t a01 = wasm_f64x2_add(lo.d[0], lo.d[2]), a23 = wasm_f64x2_add(lo.d[1], lo.d[3]);
+    /* a_l = lane l + lane l+4; then (a0 + a2) + (a1 + a3) */
+    return (wasm_f64x2_extract_lane(a01, 0) + wasm_f64x2_extract_lane(a23, 0)) +
+           (wasm_f64x2_extract_lane(a01, 1) + wasm_f64x2_extract_lane(a23, 1));
+}
+#else
 typedef struct vf8 {
     float v[8];
 } vf8;
@@ -623,7 +759,7 @@ static inline vf8 s_set1(float x) { vf8 r; for (int l = 0; l < 8; l++) r.v[l] = 
 static inline vf8 s_load(const float *p) { vf8 r; memcpy(r.v, p, sizeof r.v); return r; }
 static inline void s_store(float *p, vf8 a) { memcpy(p, a.v, sizeof a.v); }
 static inline vf8 s_fma(vf8 a, vf8 b, vf8 c) {
-    for (int l = 0; l < 8; l++) c.v[l] = fmaf(a.v[l], b.v[l], c.v[l]);
+    for (int l = 0; l < 8; l++) c.v[l] = FMA_(a.v[l], b.v[l], c.v[l]);
     return c;
 }
 static inline vf8 s_mul(vf8 a, vf8 b) { for (int l = 0; l < 8; l++) a.v[l] *= b.v[l]; return a; }
@@ -682,6 +818,8 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
            a3 = lo.v[3] + lo.v[7];
     return (a0 + a2) + (a1 + a3);
 }
+
+#endif
 
 #define FN(name) name##_scalar
 #define ATTR

@@ -8,14 +8,27 @@
 #include <stdint.h>
 
 /* The OpenBLAS build the process uses (see kernels.c); the first call settles its
- * threading (the pthread build is set to one thread). Any thread may call it. */
+ * threading (the pthread build is set to one thread). Any thread may call it. With the
+ * portable product (INDUCT_PORTABLE_GEMM) there is no BLAS: INDUCT__BLAS_OPENMP, whose
+ * rules (any thread may call, no pool of its own) are the portable product's. */
 enum { INDUCT__BLAS_UNKNOWN = 0, INDUCT__BLAS_SEQUENTIAL, INDUCT__BLAS_PTHREAD, INDUCT__BLAS_OPENMP };
 int induct__blas_mode(void);
 
-/* C[M,N] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS. */
+/* C[M,N] = alpha * op(A) op(B) + beta * C, row-major, through CBLAS (or, when built with
+ * -Dgemm=portable, INDUCT_PORTABLE_GEMM, through induct__gemm_portable). */
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc);
+
+/* The portable product (gemm_portable.c): same contract as one single-threaded sgemm /
+ * dgemm call, plain C loops written for the vectoriser; always compiled (tests compare
+ * it with CBLAS), the library's path only with INDUCT_PORTABLE_GEMM. */
+void induct__gemm_portable(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                           const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                           float *C, size_t ldc);
+void induct__dgemm_portable(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
+                            const double *A, size_t lda, const double *B, size_t ldb,
+                            double beta, double *C, size_t ldc);
 
 /* out[N,D] = W_E[tokens] (+ W_pos[t] when W_pos != NULL). */
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,

@@ -1816,7 +1816,8 @@ INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_c
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to n_layers·n_heads (may be NULL).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE;
- *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge).
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge); ::INDUCT_ENOTSUP
+ *         (a build without LAPACK, such as the WebAssembly build).
  * @since 0.1 Thread-safe (reads the weights only).
  */
 INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *out,
@@ -1894,7 +1895,8 @@ INDUCT_API int induct_analysis_composition_baseline(const induct_model *model,
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL x or scores_out, a non-finite value, too few
  *         rows or columns); ::INDUCT_ERANGE (n_components out of range);
  *         ::INDUCT_EBUFSIZE (the message names the length needed); ::INDUCT_ELIMIT;
- *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge).
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge); ::INDUCT_ENOTSUP
+ *         (a build without LAPACK, such as the WebAssembly build).
  * @since 0.1 Thread-safe.
  */
 INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Browser test of the teaching page: serve the built page from 127.0.0.1 with Python's
+http.server, open it in Debian's headless Chromium, run the repeated-random-tokens
+experiment to completion, assert on the values the page computed (the bar of the native
+example induction-rrt), and save a screenshot. Chromium is driven over the DevTools
+protocol with python3-websocket.
+
+usage: test_page.py SITE_DIR [--steps N] [--screenshot PNG] [--timeout S] [--file]
+Exit status 77 (meson's "skipped") with a message when chromium or the WebSocket module is
+not installed; never when CI=true, where a missing tool is a failure."""
+import argparse
+import base64
+import functools
+import http.server
+import json
+import os
+import shutil
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+SKIP = 77
+
+
+def missing(what):
+    msg = f"test_page: {what} (scripts/setup-debian.sh installs it)"
+    if os.environ.get("CI") == "true":
+        sys.exit(msg + ": failing, since CI=true")
+    print("SKIP: " + msg)
+    sys.exit(SKIP)
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class CDP:
+    """The smallest DevTools-protocol client: one page target, commands in order."""
+
+    def __init__(self, ws_url, websocket):
+        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
+        self.next_id = 0
+        self.console = []
+        self.requests = []
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("method") == "Runtime.consoleAPICalled":
+                args = msg["params"].get("args", [])
+                self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
+            elif msg.get("method") == "Network.requestWillBeSent":
+                self.requests.append(msg["params"]["request"]["url"])
+            elif msg.get("method") == "Runtime.exceptionThrown":
+                self.console.append("exception: " + json.dumps(msg["params"]["exceptionDetails"])[:500])
+            if msg.get("id") == self.next_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    def eval(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True)
+        return r.get("result", {}).get("value")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("site")
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--screenshot", default="web-page.png")
+    ap.add_argument("--timeout", type=float, default=1500)
+    ap.add_argument("--file", action="store_true", help="load from file:// instead of a server")
+    a = ap.parse_args()
+
+    try:
+        import websocket  # python3-websocket
+    except ImportError:
+        missing("the Python module websocket (Debian python3-websocket) is not installed")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        missing("chromium is not installed")
+    if not os.path.isfile(os.path.join(a.site, "induct-worker.js")):
+        sys.exit(f"test_page: {a.site} holds no built page (scripts/build-web.sh)")
+
+    httpd = None
+    if a.file:
+        url = "file://" + os.path.abspath(os.path.join(a.site, "index.html"))
+    else:
+        handler = functools.partial(Quiet, directory=a.site)
+        httpd = socketserver.TCPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
+    url += f"?autostart=1&steps={a.steps}"
+
+    profile = tempfile.mkdtemp(prefix="induct-chromium-")
+    proc = subprocess.Popen(
+        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--no-default-browser-check", "--disable-background-networking",
+         "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
+         "--window-size=1000,2400", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+         f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t_start = time.monotonic()
+    try:
+        # Chromium writes the port it chose into DevToolsActivePort
+        port_file = os.path.join(profile, "DevToolsActivePort")
+        for _ in range(300):
+            if os.path.exists(port_file) and open(port_file).read().strip():
+                break
+            time.sleep(0.1)
+        port = int(open(port_file).read().split()[0])
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
+        page = next(t for t in targets if t["type"] == "page")
+        cdp = CDP(page["webSocketDebuggerUrl"], websocket)
+        cdp.call("Runtime.enable")
+        cdp.call("Page.enable")
+        # count the requests the page makes: only its own files are allowed
+        cdp.call("Network.enable")
+        cdp.call("Page.navigate", url=url)
+        t0 = time.monotonic()
+        state = None
+        while time.monotonic() - t0 < a.timeout:
+            state = cdp.eval("document.documentElement.dataset.state || ''")
+            if state in ("done", "error"):
+                break
+            time.sleep(2)
+        results_text = cdp.eval("document.getElementById('results').textContent")
+        cdp.eval("window.scrollTo(0, 0)")
+        time.sleep(0.5)
+        shot = cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+        with open(a.screenshot, "wb") as f:
+            f.write(base64.b64decode(shot["data"]))
+        print(f"test_page: screenshot {os.path.abspath(a.screenshot)}")
+        for line in cdp.console:
+            print("console:", line)
+        if state != "done":
+            sys.exit(f"test_page: the page did not finish (state {state!r}) within {a.timeout} s: "
+                     f"{results_text}")
+        res = json.loads(results_text)
+        print("test_page: " + json.dumps(res))
+        one, two = res["models"]
+        fails = []
+        if one["layers"] != 1 or two["layers"] != 2:
+            fails.append(f"layers {one['layers']}, {two['layers']} (want 1, 2)")
+        if one["steps"] != a.steps or two["steps"] != a.steps:
+            fails.append(f"steps {one['steps']}, {two['steps']} (want {a.steps})")
+        if a.steps >= 2000:
+            # the bar of examples/induction_rrt.c (2000 steps)
+            if not two["loss"] <= 0.8:
+                fails.append(f"2-layer repeat-half loss {two['loss']:.3f} > 0.8")
+            if not max(two["induction_scores"]) >= 0.6:
+                fails.append(f"2-layer best induction score {max(two['induction_scores']):.3f} < 0.6")
+            if not one["loss"] >= 3.2:
+                fails.append(f"1-layer repeat-half loss {one['loss']:.3f} < 3.2")
+            if not max(one["induction_scores"]) <= 0.15:
+                fails.append(f"1-layer induction score {max(one['induction_scores']):.3f} > 0.15")
+        base = url.rsplit("/", 1)[0] + "/"
+        foreign = [u for u in cdp.requests if not (u.startswith(base) or u.startswith(("blob:", "data:")))]
+        if foreign:
+            fails.append(f"requests outside the page's own files: {foreign}")
+        if not cdp.requests:
+            fails.append("no request was recorded (the check of requests did not run)")
+        if res["frames"] < 10 or res["max_frame_gap_ms"] > 200:
+            fails.append(f"{res['frames']} frames, longest gap {res['max_frame_gap_ms']} ms (want <= 200)")
+        print(f"test_page: page experiment {res['seconds']:.1f} s; whole test "
+              f"{time.monotonic() - t_start:.1f} s")
+        if fails:
+            sys.exit("test_page: FAILED: " + "; ".join(fails))
+        print("test_page: ok")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(profile, ignore_errors=True)
+        if httpd:
+            httpd.shutdown()
+
+
+if __name__ == "__main__":
+    main()
