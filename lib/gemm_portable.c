@@ -2,9 +2,9 @@
  *
  * Selected at build time with `-Dgemm=portable` (the WebAssembly build, where no BLAS
  * exists); the default build uses CBLAS (OpenBLAS) and compiles this file only so that
- * the tests can compare the two. Written for the compiler's vectoriser: the innermost
- * loops run over 8 contiguous columns of a 4 x 8 register tile with constant bounds, so
- * clang turns them into WebAssembly SIMD (`-msimd128`) or SSE/AVX without intrinsics.
+ * the tests can compare the two. A 4 x 8 register tile over a packed strip of B, written
+ * with the generic vector type of GCC and clang (no intrinsics), which the compiler maps
+ * to WebAssembly SIMD (`-msimd128`) or SSE.
  *
  * Summation order (fixed, independent of threads and of the row split of induct__gemm):
  * C is first scaled by beta (set to 0 when beta is 0, so NaN in C does not survive),

@@ -24,7 +24,7 @@ const INDUCT = Object.freeze({
 
 class InductError extends Error {
     constructor(status, name, message, call) {
-        super(`${call}: ${name}: ${message}`);
+        super(`${name}: ${message}`); /* the message names the function */
         this.name = 'InductError';
         this.status = status;      /* the negative induct_status */
         this.statusName = name;    /* e.g. "ERANGE" */

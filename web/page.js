@@ -17,6 +17,7 @@ const state = {
     dirty: true,
     frames: 0,
     maxFrameGap: 0,      /* longest time between two drawn frames while training (ms) */
+    lateFrames: 0,       /* frames drawn more than 200 ms after the previous one */
     lastFrame: 0,
     done: null,
 };
@@ -50,6 +51,7 @@ function startWiki() {
     };
     state.done = null;
     state.maxFrameGap = 0;
+    state.lateFrames = 0;
     state.frames = 0;
     state.training = true;
     state.started = performance.now();
@@ -103,6 +105,7 @@ function onMessage(m) {
         const result = {
             experiment: 'induction-rrt', seconds: m.seconds, models: m.models,
             frames: state.frames, max_frame_gap_ms: Math.round(state.maxFrameGap),
+            late_frames: state.lateFrames,
         };
         state.done = result;
         $('results').textContent = JSON.stringify(result, null, 1);
@@ -120,6 +123,7 @@ function onMessage(m) {
     } else if (m.type === 'ablation') {
         const r = state.runs[m.run];
         if (!r) return;
+        lastAblation = { run: m.run, heads: m.heads, loss: m.loss, base: m.base };
         r.ablated = m.heads;
         const names = m.heads.map(([l, h]) => `L${l}H${h}`).join(', ');
         $('ablation').textContent = m.heads.length
@@ -137,6 +141,7 @@ function onMessage(m) {
 }
 
 const cap = (s) => s[0].toUpperCase() + s.slice(1);
+let lastAblation = null; /* the last ablation result (read by the browser test) */
 
 /* ---- drawing ---- */
 function chart(canvas, series, o) {
@@ -303,6 +308,7 @@ function drawHeatmaps() {
 function frame(now) {
     if (state.training && !state.paused && state.lastFrame) {
         state.maxFrameGap = Math.max(state.maxFrameGap, now - state.lastFrame);
+        if (now - state.lastFrame > 200) state.lateFrames++;
     }
     state.lastFrame = now;
     if (state.training) state.frames++;
