@@ -58,7 +58,8 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
                    "%s: dataset vocabulary %u exceeds the model's d_vocab %u", fn, d->d_vocab,
                    m->cfg.d_vocab);
     size_t n;
-    INDUCT_FAIL_IF(!induct__mul(c.n_seq, c.seq_len, &n) || (uint64_t)n > ((uint64_t)1 << 34), INDUCT_ELIMIT,
+    INDUCT_FAIL_IF(!induct__mul(c.n_seq, c.seq_len, &n) || (uint64_t)n > ((uint64_t)1 << 34),
+                   INDUCT_ELIMIT,
                    "%s: %u sequences of %u tokens are too many", fn, c.n_seq, c.seq_len);
     /* hardening (issue 7): the set (held while open), the per-position and per-sequence
      * scratch of the callers, and the workspace of one chunk must fit the model's

@@ -650,10 +650,19 @@ typedef struct vf8 {
 typedef struct vd8 {
     v128_t d[4]; /* lanes 0-1, 2-3, 4-5, 6-7 as doubles */
 } vd8;
-static inline vf8 s_zero(void) { vf8 r = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)}; return r; }
+static inline vf8 s_zero(void) {
+    vf8 r = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+    return r;
+}
 static inline vf8 s_set1(float x) { vf8 r = {wasm_f32x4_splat(x), wasm_f32x4_splat(x)}; return r; }
-static inline vf8 s_load(const float *p) { vf8 r = {wasm_v128_load(p), wasm_v128_load(p + 4)}; return r; }
-static inline void s_store(float *p, vf8 a) { wasm_v128_store(p, a.lo); wasm_v128_store(p + 4, a.hi); }
+static inline vf8 s_load(const float *p) {
+    vf8 r = {wasm_v128_load(p), wasm_v128_load(p + 4)};
+    return r;
+}
+static inline void s_store(float *p, vf8 a) {
+    wasm_v128_store(p, a.lo);
+    wasm_v128_store(p + 4, a.hi);
+}
 #define W2(name, op)                                                                               \
     static inline vf8 name(vf8 a, vf8 b) {                                                         \
         vf8 r = {op(a.lo, b.lo), op(a.hi, b.hi)};                                                  \
@@ -680,7 +689,10 @@ static inline vf8 s_select(vf8 k, vf8 a, vf8 b) {
     vf8 r = {wasm_v128_bitselect(a.lo, b.lo, k.lo), wasm_v128_bitselect(a.hi, b.hi, k.hi)};
     return r;
 }
-static inline vf8 s_sqrt(vf8 a) { vf8 r = {wasm_f32x4_sqrt(a.lo), wasm_f32x4_sqrt(a.hi)}; return r; }
+static inline vf8 s_sqrt(vf8 a) {
+    vf8 r = {wasm_f32x4_sqrt(a.lo), wasm_f32x4_sqrt(a.hi)};
+    return r;
+}
 static inline vf8 s_abs(vf8 a) { vf8 r = {wasm_f32x4_abs(a.lo), wasm_f32x4_abs(a.hi)}; return r; }
 static inline vf8 s_copysign(vf8 a, vf8 b) {
     const v128_t sign = wasm_f32x4_splat(-0.0f);
@@ -706,7 +718,8 @@ static inline v128_t exp4(v128_t x) {
     p = M4(p, z, r);
 #undef M4
     p = wasm_f32x4_add(p, wasm_f32x4_splat(1.0f));
-    v128_t n = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(fx), wasm_i32x4_splat(127)), 23);
+    v128_t n = wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(fx), wasm_i32x4_splat(127));
+    n = wasm_i32x4_shl(n, 23);
     v128_t y = wasm_f32x4_mul(p, n);
     return wasm_v128_bitselect(x, wasm_v128_bitselect(zero, y, lo), nan);
 }
@@ -729,10 +742,12 @@ static inline vd8 s_dzero(void) {
 }
 static inline void s_acc_d(vd8 *lo, vd8 *hi, vf8 x) {
     (void)hi;
+    v128_t lo_hi = wasm_i32x4_shuffle(x.lo, x.lo, 2, 3, 0, 1);
+    v128_t hi_hi = wasm_i32x4_shuffle(x.hi, x.hi, 2, 3, 0, 1);
     lo->d[0] = wasm_f64x2_add(lo->d[0], wasm_f64x2_promote_low_f32x4(x.lo));
-    lo->d[1] = wasm_f64x2_add(lo->d[1], wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x.lo, x.lo, 2, 3, 0, 1)));
+    lo->d[1] = wasm_f64x2_add(lo->d[1], wasm_f64x2_promote_low_f32x4(lo_hi));
     lo->d[2] = wasm_f64x2_add(lo->d[2], wasm_f64x2_promote_low_f32x4(x.hi));
-    lo->d[3] = wasm_f64x2_add(lo->d[3], wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(x.hi, x.hi, 2, 3, 0, 1)));
+    lo->d[3] = wasm_f64x2_add(lo->d[3], wasm_f64x2_promote_low_f32x4(hi_hi));
 }
 static inline void s_dstore_f(float *o, vd8 a) {
     for (int i = 0; i < 4; i++) {

@@ -44,10 +44,11 @@ static void one(int tA, int tB, size_t M, size_t N, size_t K, float alpha, float
             }
             double c0 = beta == 0.0f ? 0.0 : C0[i * ldc + j];
             double ref = alpha * s + beta * c0;
-            double tol = 2.0 * (K + 2) * ldexp(1.0, -24) * (fabs(alpha) * sa + fabs(beta * c0)) + 1e-30;
+            double tol =
+                2.0 * (K + 2) * ldexp(1.0, -24) * (fabs(alpha) * sa + fabs(beta * c0)) + 1e-30;
             ck_assert_msg(fabs(C[i * ldc + j] - ref) <= tol,
-                          "portable tA %d tB %d M %zu N %zu K %zu: C[%zu][%zu] = %.9g, want %.9g", tA,
-                          tB, M, N, K, i, j, C[i * ldc + j], ref);
+                          "portable tA %d tB %d M %zu N %zu K %zu: C[%zu][%zu] = %.9g, want %.9g",
+                          tA, tB, M, N, K, i, j, C[i * ldc + j], ref);
             ck_assert_msg(fabs(C[i * ldc + j] - Cb[i * ldc + j]) <= 2 * tol,
                           "portable vs CBLAS at [%zu][%zu]: %.9g vs %.9g", i, j, C[i * ldc + j],
                           Cb[i * ldc + j]);
@@ -101,7 +102,8 @@ START_TEST(test_dgemm) {
                 for (size_t j = 0; j < N; j++) {
                     double s = 0;
                     for (size_t k = 0; k < K; k++)
-                        s += (tA ? A[k * 9 + i] : A[i * 9 + k]) * (tB ? B[j * 9 + k] : B[k * 9 + j]);
+                        s += (tA ? A[k * 9 + i] : A[i * 9 + k]) *
+                             (tB ? B[j * 9 + k] : B[k * 9 + j]);
                     ck_assert_double_eq_tol(C[i * 9 + j], 2.0 * s - C0[i * 9 + j], 1e-12);
                 }
         }

@@ -71,7 +71,8 @@ class CDP:
 
 
 def tree_cpu_seconds(root):
-    """User + system CPU time of a process and all its descendants (from /proc)."""
+    """User + system CPU time of a process and all its descendants, and of their threads
+    named *Worker* (Chromium's worker threads), from /proc."""
     stats = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -87,7 +88,19 @@ def tree_cpu_seconds(root):
             if ppid in tree and pid not in tree:
                 tree.add(pid)
                 grew = True
-    return sum(stats[p][1] for p in tree if p in stats) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    # the Web Worker is a thread of the renderer process: its CPU time on its own
+    workers = 0
+    for p in tree:
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                comm = open(f"/proc/{p}/task/{tid}/comm").read()
+                if "Worker" in comm:
+                    f = open(f"/proc/{p}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+                    workers += int(f[11]) + int(f[12])
+        except OSError:
+            continue
+    return sum(stats[p][1] for p in tree if p in stats) / hz, workers / hz
 
 
 def wait_for(cdp, expr, timeout):
@@ -250,8 +263,9 @@ def main():
             sys.exit("test_page: FAILED: " + "; ".join(fails))
         print("test_page: ok")
     finally:
-        cpu = tree_cpu_seconds(proc.pid)
-        print(f"test_page: CPU time of Chromium's processes: {cpu:.1f} s")
+        cpu, worker_cpu = tree_cpu_seconds(proc.pid)
+        print(f"test_page: CPU time of Chromium's processes: {cpu:.1f} s, of its worker "
+              f"threads: {worker_cpu:.1f} s")
         proc.terminate()
         try:
             proc.wait(10)
