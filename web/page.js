@@ -312,8 +312,13 @@ function frame(now) {
     }
     state.lastFrame = now;
     if (state.training) state.frames++;
-    if (state.dirty) { drawCharts(); state.dirty = false; }
-    if (state.heatDirty) { drawHeatmaps(); state.heatDirty = false; }
+    /* redraw what changed at most every 100 ms: the worker posts a loss every step, and
+     * drawing each one would take CPU time from the training on a small machine */
+    if (now - (state.lastDraw || 0) >= 100) {
+        if (state.dirty) { drawCharts(); state.dirty = false; }
+        if (state.heatDirty) { drawHeatmaps(); state.heatDirty = false; }
+        state.lastDraw = now;
+    }
     requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
