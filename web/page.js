@@ -18,6 +18,7 @@ const state = {
     frames: 0,
     maxFrameGap: 0,      /* longest time between two drawn frames while training (ms) */
     lateFrames: 0,       /* frames drawn more than 200 ms after the previous one */
+    maxLongTask: 0,      /* longest task of this page's main thread while training (ms) */
     lastFrame: 0,
     done: null,
 };
@@ -52,6 +53,7 @@ function startWiki() {
     state.done = null;
     state.maxFrameGap = 0;
     state.lateFrames = 0;
+    state.maxLongTask = 0;
     state.frames = 0;
     state.training = true;
     state.started = performance.now();
@@ -105,7 +107,7 @@ function onMessage(m) {
         const result = {
             experiment: 'induction-rrt', seconds: m.seconds, models: m.models,
             frames: state.frames, max_frame_gap_ms: Math.round(state.maxFrameGap),
-            late_frames: state.lateFrames,
+            late_frames: state.lateFrames, max_long_task_ms: Math.round(state.maxLongTask),
         };
         state.done = result;
         $('results').textContent = JSON.stringify(result, null, 1);
@@ -322,6 +324,16 @@ function frame(now) {
     requestAnimationFrame(frame);
 }
 requestAnimationFrame(frame);
+/* Tasks of the main thread longer than 50 ms (Chromium's Long Tasks API): the page's own
+ * code must never keep it from drawing; a late frame without a long task is the machine
+ * (other processes on the same cores), not the page. */
+if (typeof PerformanceObserver !== 'undefined' &&
+    (PerformanceObserver.supportedEntryTypes || []).includes('longtask')) {
+    new PerformanceObserver((list) => {
+        if (!state.training) return;
+        for (const e of list.getEntries()) state.maxLongTask = Math.max(state.maxLongTask, e.duration);
+    }).observe({ entryTypes: ['longtask'] });
+}
 
 /* ---- controls ---- */
 for (const [k, id] of [['steps', 'steps'], ['seed', 'seed'], ['lr', 'lr'], ['heads', 'heads'],
