@@ -6,6 +6,22 @@
  * @file induct.h
  * @brief The one public header of libinduct.
  *
+ * Outline (the stable API first, then the experimental block, as in zstd.h):
+ * 1. Version and build features; status codes and per-thread errors.
+ * 2. Model: configuration, creation, tensors, forward and backward passes,
+ *    attention patterns, interruption, memory cap.
+ * 3. Data: repeated random tokens, token arrays, key–value retrieval,
+ *    byte-level text, token files (docs/datasets.md).
+ * 4. Training: optimizer, training step, training driver and metrics log
+ *    (docs/training.md).
+ * 5. Analyses: evaluation set and ICL score, attention read-outs, probes and
+ *    head evaluators, weight-based scores, key–value read-outs, head ablation,
+ *    loss-vector PCA and the phase-change window (docs/analysis.md).
+ * 6. Checkpoints: safetensors files (docs/checkpoint-format.md).
+ * 7. Text in and out: byte-level tokenizer and generation.
+ * 8. EXPERIMENTAL: hook points and the activation cache, hooks in training
+ *    (docs/hooks.md). Newer than the rest; see the note at the start of that block.
+ *
  * Conventions that hold for every function below (each is a testable claim):
  * - Every function that can fail returns `int`: ::INDUCT_OK (0) or a negative
  *   ::induct_status. The detail of the last failure is kept per thread and read
@@ -58,6 +74,10 @@ extern "C" {
 #  define INDUCT_API
 #endif
 /** @endcond */
+
+/* ======================================================================== */
+/*  STABLE API                                                               */
+/* ======================================================================== */
 
 /* ------------------------------------------------------------------------ */
 /** @defgroup version Version and build features
@@ -189,7 +209,8 @@ typedef struct induct_model induct_model;
 #define INDUCT_INIT_GPT2 0u
 /** Initialisation: PyTorch module defaults — `W_E`, `W_pos` ~ N(0, 1); every
  *  linear weight and bias ~ U(−1/√fan_in, 1/√fan_in); `init_std` is ignored.
- *  This is what the seed's PyTorch experiment uses. @since 0.1 */
+ *  A model so initialised starts from the distribution of a freshly constructed
+ *  PyTorch model, as a PyTorch reference run does. @since 0.1 */
 #define INDUCT_INIT_TORCH 1u
 
 /**
@@ -445,203 +466,6 @@ INDUCT_API int induct_model_backward(induct_model *model, const int32_t *tokens,
 INDUCT_API int induct_model_attention(induct_model *model, const int32_t *tokens, uint32_t seq_len,
                                       float *out, size_t out_cap, size_t *out_len);
 
-/** @name Hook points: named activations of one forward pass
- *
- * Every forward pass passes named points where an activation can be read or
- * overwritten, named as in TransformerLens (HookedTransformer). Shapes use B = batch,
- * T = seq_len (pos or query), K = seq_len (key), H = n_heads, E = d_head,
- * D = d_model, M = d_mlp; all are float32, row-major, contiguous.
- *
- * | point                              | shape          | exists when                |
- * |------------------------------------|----------------|----------------------------|
- * | `hook_embed`                       | [B, T, D]      | always (W_E[token])        |
- * | `hook_pos_embed`                   | [B, T, D]      | standard positions (W_pos[p]) |
- * | `blocks.{l}.hook_resid_pre`        | [B, T, D]      | always                     |
- * | `blocks.{l}.ln1.hook_normalized`   | [B, T, D]      | LayerNorm models           |
- * | `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, E] | always (after the biases) |
- * | `blocks.{l}.attn.hook_k_smeared`   | [B, T, H, E]   | smeared keys (not in TransformerLens) |
- * | `blocks.{l}.attn.hook_attn_scores` | [B, H, T, K]   | always, computed when hooked |
- * | `blocks.{l}.attn.hook_pattern`     | [B, H, T, K]   | always                     |
- * | `blocks.{l}.attn.hook_z`           | [B, T, H, E]   | always                     |
- * | `blocks.{l}.attn.hook_result`      | [B, T, H, D]   | always, computed when hooked |
- * | `blocks.{l}.hook_attn_out`         | [B, T, D]      | always                     |
- * | `blocks.{l}.hook_resid_mid`        | [B, T, D]      | MLP models                 |
- * | `blocks.{l}.ln2.hook_normalized`   | [B, T, D]      | MLP models with LayerNorm  |
- * | `blocks.{l}.mlp.hook_pre`, `hook_post` | [B, T, M]  | MLP models                 |
- * | `blocks.{l}.hook_resid_post`       | [B, T, D]      | always                     |
- * | `ln_final.hook_normalized`         | [B, T, D]      | LayerNorm models           |
- *
- * Meanings (TransformerLens conventions): `hook_normalized` is the LayerNorm's
- * `(x − mean) / sqrt(var + 1e-5)` before its gain and bias; `hook_k` is the key
- * projection and, with smeared keys, `hook_k_smeared` the mixed key
- * `k'_p = σ(α_h) k_p + (1 − σ(α_h)) k_{p−1}` (`k'_0 = k_0`) that the scores use;
- * `hook_attn_scores` is `q·k / sqrt(d_head)` with −inf above the diagonal (key > query);
- * `hook_pattern` its causal softmax (exact zeros above the diagonal); `hook_z` the
- * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
- * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
- * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
- * Shortformer models add W_pos to the query/key input only: they have no `hook_pos_embed`.
- *
- * A hook that writes changes what the rest of the pass computes from that point on.
- * With no hook installed the pass is the plain forward pass (same bits, same speed);
- * hooks on the scores or pattern, or that only read, leave every other activation
- * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
- * they run before the caller's at the same point. Hooks may also stay in training steps
- * (induct_train_step_with_hooks(), induct_model_backward_with_hooks()).
- * @{ */
-
-/**
- * @brief A caller's hook: called with the activation at its point during a pass.
- * @param user The `user` of its ::induct_hook.
- * @param name The point's name, as given.
- * @param activation The activation, `shape[0] × … × shape[ndim−1]` floats, valid during
- *        the call only; may be changed in place (the rest of the pass uses it).
- * @param shape The activation's dimensions (see the table above).
- * @param ndim Number of dimensions (3 or 4).
- * @return 0 to continue; any other value stops the pass, which then fails with
- *         ::INDUCT_EINTERRUPTED.
- */
-typedef int (*induct_hook_fn)(void *user, const char *name, float *activation,
-                              const uint32_t *shape, uint32_t ndim);
-
-/** One hook: a point name, the function, its user pointer. @since 0.1 */
-typedef struct induct_hook {
-    const char *name;  /**< A hook point name from the table, e.g. `blocks.1.attn.hook_pattern`. */
-    induct_hook_fn fn; /**< Called when the pass reaches the point. */
-    void *user;        /**< Passed to `fn`. */
-} induct_hook;
-
-/**
- * @brief Shape of a hook point for a `[batch][seq_len]` input.
- * @param model The model.
- * @param name A hook point name (see the table).
- * @param batch Sequences in the input.
- * @param seq_len Tokens per sequence.
- * @param[out] shape_out 4 entries: the dimensions, unused ones 0 (may be NULL).
- * @param[out] ndim_out 3 or 4 (may be NULL).
- * @param[out] numel_out The product of the dimensions (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model or name, unknown name);
- *         ::INDUCT_ERANGE (a layer ≥ n_layers, or a point this model does not have);
- *         ::INDUCT_ELIMIT (the element count overflows `size_t`).
- * @since 0.1 Thread-safe (reads the model's config only).
- */
-INDUCT_API int induct_model_hook_shape(const induct_model *model, const char *name,
-                                       uint32_t batch, uint32_t seq_len, uint32_t shape_out[4],
-                                       uint32_t *ndim_out, size_t *numel_out);
-
-/**
- * @brief Name of the `index`-th hook point of this model, in the order a pass reaches
- * them (the embeddings, each block's points, `ln_final`), NUL-terminated.
- * @param model The model.
- * @param index 0, 1, … until ::INDUCT_ERANGE.
- * @param[out] out Buffer of `out_cap` bytes, or NULL to ask for the length.
- * @param out_cap Capacity of `out` in bytes.
- * @param[out] out_len Bytes needed, the NUL included (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ERANGE (index ≥ the number
- *         of points); ::INDUCT_EBUFSIZE.
- * @since 0.1 Thread-safe (reads the model's config only).
- */
-INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, char *out,
-                                       size_t out_cap, size_t *out_len);
-
-/**
- * @brief One forward pass with caller hooks that read or overwrite activations.
- *
- * Each hook runs when the pass reaches its point (hooks at the same point in list
- * order, after the ablations in force); what it leaves in the activation is what the
- * rest of the pass uses. Outputs as induct_model_forward() (one pass over the whole
- * batch). Examples: zeroing a head's slice of `attn.hook_z` is zero ablation of that
- * head; writing one run's activation into another's is activation patching (see
- * docs/hooks.md).
- *
- * @param model The model (its workspace is written; the weights are only read).
- * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
- * @param n_hooks At most 4096.
- * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
- * @param logits_cap Capacity of `logits_out` in floats.
- * @param[out] losses_out `[batch][seq_len−1]` per-token losses in nats, or NULL.
- * @param losses_cap Capacity of `losses_out` in floats.
- * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
- * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
- *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
- *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
- *         nonzero: the outputs are not written). Buffers are checked before the pass.
- * @since 0.1 Uses the model's workspace: one thread per model; hooks run on the
- *        calling thread.
- */
-INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *tokens,
-                                           uint32_t batch, uint32_t seq_len,
-                                           const induct_hook *hooks, size_t n_hooks,
-                                           float *logits_out, size_t logits_cap,
-                                           float *losses_out, size_t losses_cap,
-                                           double *mean_loss_out);
-
-/**
- * @brief Forward and backward with caller hooks: gradients of the mean per-token loss of
- * the hooked pass into the model's gradient buffer (as induct_model_backward()).
- *
- * A writing hook is a constant overwrite for the backward pass: the entries it changed
- * (compared bit for bit with what the pass computed) pass no gradient to what they
- * replaced; entries it left unchanged keep their gradient. So a clamped `hook_pattern`
- * (Singh et al. 2024, "What needs to go right for an induction head?") trains the rest
- * of the model around the clamp, and a zeroed `hook_z` slice sends no gradient into its
- * head. A hook that computes its output from its input (a scaling, say) is treated the
- * same way: its function is not differentiated. Writing hooks are supported at the
- * residual stream (`hook_resid_pre`, `hook_resid_mid`, `hook_resid_post`), `attn.hook_q`,
- * `hook_k`, `hook_v`, `hook_k_smeared`, `hook_pattern`, `hook_z` and `mlp.hook_pre`,
- * `hook_post`; others are refused with ::INDUCT_ENOTSUP.
- * @param model The model.
- * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
- * @param n_hooks At most 4096.
- * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
- * @return as induct_model_run_with_hooks() and induct_model_backward(); ::INDUCT_ENOTSUP
- *         (a writing hook at a point without gradient support); ::INDUCT_ESTATE (heads
- *         ablated); ::INDUCT_ENOMEM (the record of what the hooks changed: one byte per
- *         hooked element).
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32_t *tokens,
-                                                uint32_t batch, uint32_t seq_len,
-                                                const induct_hook *hooks, size_t n_hooks,
-                                                double *mean_loss_out);
-
-/**
- * @brief One forward pass that copies the activations at `n` named points into caller
- * buffers (a cache, as TransformerLens's run_with_cache).
- *
- * `bufs[i]` receives the activation at `names[i]` with the shape of the table
- * (induct_model_hook_shape()). Copying does not change the pass: logits and every
- * activation are bit-identical to induct_model_forward() on the same batch. The
- * ablations in force apply.
- * @param model The model.
- * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param names `n` hook point names.
- * @param bufs `n` buffers.
- * @param caps `n` capacities in floats.
- * @param n At most 4096 (0: a plain pass).
- * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
- * @param logits_cap Capacity of `logits_out` in floats.
- * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
- * @return as induct_model_forward(); ::INDUCT_EINVAL (NULL arrays with n > 0, unknown
- *         name); ::INDUCT_ERANGE (a point this model does not have); ::INDUCT_EBUFSIZE
- *         (a NULL or short buffer: checked before the pass, nothing is written).
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *tokens,
-                                           uint32_t batch, uint32_t seq_len,
-                                           const char *const *names, float *const *bufs,
-                                           const size_t *caps, size_t n, float *logits_out,
-                                           size_t logits_cap, double *mean_loss_out);
-/** @} */
-
 /**
  * @brief Interrupt a long call on this model (training, evaluation, analysis) from any
  * thread. The call returns ::INDUCT_EINTERRUPTED at its next check and leaves the model
@@ -650,13 +474,45 @@ INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *t
  * @since 0.1 Safe from any thread (atomic flag).
  */
 INDUCT_API void induct_model_interrupt(induct_model *model);
+
+/**
+ * @brief Change the model's memory cap (::induct_model_config::max_bytes), e.g.
+ * after induct_model_load(), whose models start without a cap.
+ *
+ * The cap applies from the next allocation on: a later call whose workspace,
+ * token staging or optimizer moments would take induct_model_memory_used() past
+ * it fails with ::INDUCT_ELIMIT and allocates nothing. induct_model_get_config()
+ * reports the new value.
+ * @param model The model.
+ * @param max_bytes The cap in bytes; 0 removes it (the fixed limits remain).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ELIMIT if the model
+ *         already holds more than a non-zero `max_bytes` (the cap is then unchanged).
+ * @since 0.1 Not concurrently with any other use of the same model.
+ */
+INDUCT_API int induct_model_set_max_bytes(induct_model *model, uint64_t max_bytes);
+
+/**
+ * @brief Bytes the model holds now: parameters and gradients (4 bytes each per
+ * parameter), bookkeeping tables, the activation workspace (it grows to the largest
+ * `batch × seq_len` used, never with `n_ctx` alone), token staging, and the moments of
+ * every optimizer created for it (4 bytes per parameter for SGD, 8 for AdamW). This
+ * is the quantity ::induct_model_config::max_bytes caps. Buffers of a single call
+ * (the evaluation tokens of an analysis or of induct_train()) count while it runs.
+ * @param model The model, or NULL.
+ * @return The byte count; 0 for NULL.
+ * @since 0.1 Not concurrently with a call that allocates for the same model.
+ */
+INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
 /** @defgroup dataset Datasets
  *  Immutable sources of token batches. Batch `index` of a split is a pure
  *  function of (dataset, split, index, batch, seq_len): no hidden cursor, so a
- *  run resumes from its step counter alone.
+ *  run resumes from its step counter alone. Kinds: repeated random tokens, a
+ *  caller's token array, key–value retrieval, byte-level text and token files;
+ *  their definitions, split rules and the key–value ceiling's derivation are in
+ *  docs/datasets.md.
  *  @{ */
 
 /** @brief Opaque dataset handle. Immutable; may be shared between threads. @since 0.1 */
@@ -676,9 +532,9 @@ typedef struct induct_dataset induct_dataset;
  * uniformly from `[min_block, max_block]` per sequence (`max_block = 0` means
  * ⌊(T − has_bos) / n_repeats⌋). Block and filler tokens are uniform in
  * `[token_lo, token_hi)`; with `distinct_block = 1` the block is drawn without
- * replacement. The seed's experiment is: no BOS, n_repeats 2, min_block 8,
- * max_block T/2, token range [0, 64), `distinct_block = 0`, and the filler is drawn
- * for the whole row first (the copy overwrites it).
+ * replacement. The defaults are the usual induction-head training data: no BOS,
+ * n_repeats 2, min_block 8, max_block T/2, token range [0, 64), `distinct_block = 0`,
+ * and the filler is drawn for the whole row first (the copy overwrites it).
  * @since 0.1
  */
 typedef struct induct_rrt_config {
@@ -690,7 +546,7 @@ typedef struct induct_rrt_config {
     uint32_t token_lo;      /**< First token id of the range. Default 0. */
     uint32_t token_hi;      /**< One past the last id; 0 = d_vocab. Default 0. */
     int32_t bos;            /**< BOS id put at position 0, or −1 for none. Must lie outside the range. Default −1. */
-    uint32_t distinct_block;/**< 1: block tokens without replacement. Default 0 (the seed). */
+    uint32_t distinct_block;/**< 1: block tokens without replacement. Default 0. */
     uint64_t seed;          /**< Seed of the stream. Default 0. */
 } induct_rrt_config;
 
@@ -790,211 +646,12 @@ INDUCT_API int induct_dataset_bos(const induct_dataset *dataset, int32_t *bos_ou
 INDUCT_API int induct_dataset_batch(const induct_dataset *dataset, uint32_t split, uint64_t index,
                                     uint32_t batch, uint32_t seq_len, int32_t *tokens_out,
                                     size_t tokens_cap, int32_t *meta_out, size_t meta_cap);
-/** @} */
 
-/* ------------------------------------------------------------------------ */
-/** @defgroup optim Optimizer and training step
- *  @{ */
-
-/** @brief Opaque optimizer handle; holds a reference to its model. @since 0.1 */
-typedef struct induct_optimizer induct_optimizer;
-
-/** Optimizer kind: AdamW (Loshchilov & Hutter 2019, *Decoupled Weight Decay
- *  Regularization*). With g the (clipped) gradient, t the 1-based step and lr the
- *  scheduled rate: `m = β1 m + (1−β1) g`, `v = β2 v + (1−β2) g²`,
- *  `p −= lr·wd·p` (tensors with ≥ 2 dims only), then
- *  `p −= lr·(m / (1−β1^t)) / (√(v / (1−β2^t)) + ε)`. @since 0.1 */
-#define INDUCT_OPTIM_ADAMW 0u
-/** Optimizer kind: SGD with optional momentum μ (PyTorch's convention: the
- *  buffer starts as the first gradient, no dampening): `buf = μ buf + g`,
- *  `p −= lr·wd·p` (decoupled, tensors with ≥ 2 dims only), `p −= lr·buf`
- *  (`buf = g` when μ = 0). @since 0.1 */
-#define INDUCT_OPTIM_SGD 1u
-
-/** @brief Runtime optimizer parameters (zstd-style setters). Values are frozen. @since 0.1 */
-typedef enum induct_opt_param {
-    INDUCT_OPT_LR = 1,            /**< Peak learning rate, [0, 10]. Default 1e-3. */
-    INDUCT_OPT_BETA1 = 2,         /**< AdamW β1, [0, 1). Default 0.9. */
-    INDUCT_OPT_BETA2 = 3,         /**< AdamW β2, [0, 1). Default 0.999. */
-    INDUCT_OPT_EPS = 4,           /**< AdamW ε, [0, 1]. Default 1e-8. */
-    INDUCT_OPT_WEIGHT_DECAY = 5,  /**< Decoupled decay, [0, 10]; applied only to tensors with ≥ 2 dims. Default 0.01. */
-    INDUCT_OPT_GRAD_CLIP = 6,     /**< Global-norm clip; 0 = off, [0, 1e9]. Default 0. */
-    INDUCT_OPT_WARMUP_STEPS = 7,  /**< Linear warmup steps, [0, 1e12]; step s (0-based) uses lr·(s+1)/warmup. Default 0. */
-    INDUCT_OPT_SCHEDULE = 8,      /**< 0 constant after warmup, 1 cosine decay to min_lr_ratio·lr at total_steps (if total_steps > warmup). Fractions are rounded down. Default 0. */
-    INDUCT_OPT_TOTAL_STEPS = 9,   /**< Steps of the cosine schedule, [0, 1e12]. Default 0. */
-    INDUCT_OPT_MIN_LR_RATIO = 10, /**< Floor of the cosine schedule, [0, 1]. Default 0. */
-    INDUCT_OPT_MOMENTUM = 11,     /**< SGD momentum, [0, 1). Default 0. */
-    INDUCT_OPT_STEP = 12          /**< Steps taken so far (read; writable to resume), integer in [0, 2^53]. */
-} induct_opt_param;
+/* ---- key–value retrieval ------------------------------------------------- */
 
 /**
- * @brief Create an optimizer for `model` (it takes a reference to the model).
- * Moments start at 0 and the step counter at 0.
- * @param[out] out Owned by the caller, released with induct_optimizer_free(); NULL on failure.
- * @param model The model whose parameters it updates; it stays alive while the
- *              optimizer does. Use one thread for the pair.
- * @param kind ::INDUCT_OPTIM_ADAMW or ::INDUCT_OPTIM_SGD.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown kind); ::INDUCT_ENOMEM.
- * @since 0.1
- */
-INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *model, uint32_t kind);
-/** @brief Release an optimizer (and its reference to the model).
- *  @param opt The optimizer, or NULL (a no-op).
- *  @since 0.1 */
-INDUCT_API void induct_optimizer_free(induct_optimizer *opt);
-
-/** @brief Set a runtime parameter; it stays in force for every later step.
- *  @param opt The optimizer.
- *  @param param One of ::induct_opt_param.
- *  @param value Within induct_opt_param_bounds().
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, non-finite value); ::INDUCT_ENOTSUP
- *          (unknown parameter); ::INDUCT_ERANGE (outside the bounds, or a
- *          non-integer ::INDUCT_OPT_STEP). The old value is kept on failure.
- *  @since 0.1 */
-INDUCT_API int induct_optimizer_set(induct_optimizer *opt, induct_opt_param param, double value);
-/** @brief Read a runtime parameter.
- *  @param opt The optimizer.
- *  @param param One of ::induct_opt_param.
- *  @param[out] value_out The value; untouched on failure.
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENOTSUP (unknown parameter).
- *  @since 0.1 */
-INDUCT_API int induct_optimizer_get(const induct_optimizer *opt, induct_opt_param param,
-                                    double *value_out);
-/** @brief Bounds of a parameter (both inclusive).
- *  @param param One of ::induct_opt_param.
- *  @param[out] lo_out Smallest accepted value.
- *  @param[out] hi_out Largest accepted value.
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL output); ::INDUCT_ENOTSUP (unknown
- *          parameter: probe for features this way).
- *  @since 0.1 Thread-safe. */
-INDUCT_API int induct_opt_param_bounds(induct_opt_param param, double *lo_out, double *hi_out);
-
-/** @brief Learning rate the next step will use (after warmup and schedule).
- *  @param opt The optimizer.
- *  @param[out] lr_out The rate for step ::INDUCT_OPT_STEP.
- *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
- *  @since 0.1 */
-INDUCT_API int induct_optimizer_current_lr(const induct_optimizer *opt, double *lr_out);
-
-/**
- * @brief Apply one update from the model's current gradients (clip, then AdamW or SGD)
- * and advance the step counter.
- * Clipping: if `grad_clip > 0` and the global L2 norm exceeds it, every gradient is
- * scaled by `grad_clip / norm` before the update.
- * @param opt The optimizer.
- * @param[out] grad_norm_out Global L2 norm of the gradients before clipping, or NULL.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENUMERIC (a NaN/Inf gradient:
- *         nothing is changed, the moments and the step counter included).
- * @since 0.1
- */
-INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_out);
-
-/**
- * @brief One training step: batch number `step` (the optimizer's step counter) of the
- * dataset's train split, forward, backward, optimizer update.
- * @param opt The optimizer (and through it the model).
- * @param dataset Source of the batch (only read; may be shared with other threads).
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param[out] loss_out Mean per-token loss of the batch before the update (nats), or NULL.
- * @return the errors of induct_dataset_batch(), induct_model_backward() and
- *         induct_optimizer_step(); ::INDUCT_EINVAL if the dataset's vocabulary
- *         exceeds the model's; ::INDUCT_ERANGE if seq_len > n_ctx. On any error the
- *         weights, the moments and the step counter are unchanged.
- * @since 0.1 No allocation after the first step with a given shape.
- */
-INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *dataset,
-                                 uint32_t batch, uint32_t seq_len, double *loss_out);
-
-/**
- * @brief One training step (as induct_train_step()) with caller hooks in its forward
- * pass; the backward pass follows what they did (see induct_model_backward_with_hooks()).
- * @param optimizer The optimizer (and its model).
- * @param dataset Source of the batch (as induct_train_step()).
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
- * @param n_hooks At most 4096.
- * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
- * @return as induct_train_step() and induct_model_backward_with_hooks().
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_train_step_with_hooks(induct_optimizer *optimizer,
-                                            const induct_dataset *dataset, uint32_t batch,
-                                            uint32_t seq_len, const induct_hook *hooks,
-                                            size_t n_hooks, double *loss_out);
-
-/** @brief As induct_train_step() on caller tokens.
- *  @param opt The optimizer (and through it the model).
- *  @param tokens `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
- *  @param batch Number of sequences, ≥ 1.
- *  @param seq_len Tokens per sequence, 2 … n_ctx.
- *  @param[out] loss_out Mean per-token loss before the update (nats), or NULL.
- *  @return as induct_train_step() (::INDUCT_ERANGE also for a token id outside
- *          the vocabulary).
- *  @since 0.1 */
-INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *tokens,
-                                        uint32_t batch, uint32_t seq_len, double *loss_out);
-/** @} */
-
-/* ------------------------------------------------------------------------ */
-/** @defgroup analysis Attention read-outs
- *  @{ */
-
-/**
- * @brief Induction score per head on repeated random tokens, `[n_layers][n_heads]`.
- *
- * For the sequences of batch 0 of the dataset's eval split (which must be an RRT
- * dataset with 2 or more repeats and no BOS, like the seed's): the mean, over every
- * query t in `[L+1, 2L)` of every sequence, of the attention from t to `t − L + 1`
- * (the token after the first occurrence of t's token). This is seed 003's
- * `induction_score`; with 2 repeats it equals the ICL paper's prefix-matching score
- * restricted to the second copy. Range [0, 1].
- * @param model The model (its workspace is written).
- * @param dataset An RRT dataset without BOS.
- * @param n_seq Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not an RRT dataset, n_seq 0);
- *         errors of induct_model_forward(); ::INDUCT_EBUFSIZE; ::INDUCT_EINTERRUPTED.
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_analysis_induction_score(induct_model *model, const induct_dataset *dataset,
-                                               uint32_t n_seq, uint32_t seq_len, float *out,
-                                               size_t out_cap, size_t *out_len);
-
-/**
- * @brief Previous-token score per head, `[n_layers][n_heads]` (ICL paper, Appendix):
- * `mean_{i=1..T−1} A[i, i−1]`, averaged over the `n_seq` sequences of batch 0 of the
- * dataset's eval split. Range [0, 1].
- * @param model The model (its workspace is written).
- * @param dataset Any dataset whose vocabulary fits the model's.
- * @param n_seq Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
- * @return as induct_analysis_induction_score() (any dataset kind).
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
-                                                    const induct_dataset *dataset, uint32_t n_seq,
-                                                    uint32_t seq_len, float *out, size_t out_cap,
-                                                    size_t *out_len);
-/** @} */
-
-/* ---- datasets: KV retrieval, text, token files (issue 3) ---------------- */
-/** @defgroup datasets_ext Datasets: key–value retrieval, text, token files
- *  The three kinds of input of issue 3, built on ::induct_dataset and
- *  induct_dataset_batch() (batch `index` of a split stays a pure function of the
- *  dataset and the call's arguments). Definitions, split rules and the ceiling
- *  derivation are in docs/datasets.md.
- *  @{ */
-
-/**
- * @brief Key–value retrieval generator (seed 002, "문맥 내 학습과 유도 헤드").
+ * @brief Key–value retrieval generator (the task of the blog post "문맥 내 학습과 유도 헤드",
+ * "In-context learning and induction heads"; docs/datasets.md, "Key–value retrieval").
  *
  * A row of `seq_len` tokens is a context of `C = seq_len − 1` tokens followed by
  * the answer token:
@@ -1017,7 +674,7 @@ INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
  * minimises the loss at that position only (the mean over the batch of
  * `−ln P(answer | context)`, also what it reports), unless `all_positions` is 1; every
  * other call (induct_model_forward(), induct_train_step_tokens()) is unaffected. The
- * seed's experiment has a context of 24 tokens (`seq_len` 25) and 64 token ids.
+ * blog post's experiment has a context of 24 tokens (`seq_len` 25) and 64 token ids.
  * @since 0.1
  */
 typedef struct induct_kv_config {
@@ -1030,7 +687,7 @@ typedef struct induct_kv_config {
                              the query), the largest that fits. Default −1. */
     uint32_t unique_key;/**< 1: value and filler never equal the key. Default 0. */
     uint32_t all_positions; /**< Training objective of induct_train_step() on this dataset:
-                             0 = the loss at the answer position only (the seed's objective;
+                             0 = the loss at the answer position only (the blog post's objective;
                              the answer is the only predictable token of a row); 1 = the mean
                              loss over every position, as for any token stream. Default 0. */
     uint64_t seed;      /**< Seed of the stream. Default 0. */
@@ -1047,7 +704,7 @@ INDUCT_API int induct_kv_config_init(induct_kv_config *cfg, size_t size);
  * @brief Create a key–value retrieval dataset (see ::induct_kv_config).
  *
  * induct_dataset_batch() writes rows as described there; its `meta_out[b]` is the
- * value position `p + 1` of row b (the "answer position" of the seed's table C).
+ * value position `p + 1` of row b (the "answer position" of the blog post's table C).
  * Both splits are generated; they are different random streams.
  * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
  * @param cfg Copied.
@@ -1109,7 +766,7 @@ INDUCT_API int induct_dataset_kv_info(const induct_dataset *dataset, uint32_t sp
  * `unique_key` the ceiling is exactly 1.
  * Cost: O(m · c²  + R · c³) for c ≈ the largest likely number of key repeats.
  * @param dataset A dataset from induct_dataset_new_kv().
- * @param seq_len Row length including the answer token (25 for the seed).
+ * @param seq_len Row length including the answer token (25 in the blog post's experiment).
  * @param[out] ceiling_out Probability in (0, 1].
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset); ::INDUCT_ERANGE
  *         (pair range does not fit `seq_len`); ::INDUCT_ELIMIT (a task so large that c
@@ -1119,40 +776,7 @@ INDUCT_API int induct_dataset_kv_info(const induct_dataset *dataset, uint32_t sp
 INDUCT_API int induct_dataset_kv_ceiling(const induct_dataset *dataset, uint32_t seq_len,
                                          double *ceiling_out);
 
-/**
- * @brief KV accuracy: the fraction of the `n_seq` rows of batch 0 of the dataset's
- * eval split whose argmax logit at the answer position (`seq_len − 2`) is the
- * answer token (ties go to the lowest id). Seed 002, tables A and B.
- * Evaluated in chunks, so memory does not grow with `n_seq`.
- * @param model Any model with `d_vocab ≥` the dataset's and `n_ctx ≥ seq_len`.
- * @param dataset A dataset from induct_dataset_new_kv().
- * @param n_seq Number of rows, ≥ 1.
- * @param seq_len Row length including the answer token.
- * @param[out] accuracy_out In [0, 1].
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset, n_seq 0, vocabulary
- *         larger than the model's); ::INDUCT_ERANGE; errors of induct_model_forward();
- *         ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_analysis_kv_accuracy(induct_model *model, const induct_dataset *dataset,
-                                           uint32_t n_seq, uint32_t seq_len,
-                                           double *accuracy_out);
-
-/**
- * @brief Attention from the query (answer position `seq_len − 2`) to the value
- * position `p + 1`, per head, `[n_layers][n_heads]`, averaged over the `n_seq` rows
- * of batch 0 of the dataset's eval split. Seed 002, table C ("정답 자리를 본 비율");
- * uniform attention scores `1 / (seq_len − 1)`. Range [0, 1].
- * @param model,dataset,n_seq,seq_len As induct_analysis_kv_accuracy().
- * @param out `[n_layers][n_heads]` floats.
- * @param out_cap Capacity in floats.
- * @param[out] out_len Set to `n_layers · n_heads` (may be NULL).
- * @return as induct_analysis_kv_accuracy(); ::INDUCT_EBUFSIZE.
- * @since 0.1 Uses the model's workspace: one thread per model.
- */
-INDUCT_API int induct_analysis_kv_attention(induct_model *model, const induct_dataset *dataset,
-                                            uint32_t n_seq, uint32_t seq_len, float *out,
-                                            size_t out_cap, size_t *out_len);
+/* ---- byte-level text and token files ------------------------------------ */
 
 /** Byte-level text: the id of the optional BOS token (d_vocab becomes 257). @since 0.1 */
 #define INDUCT_TEXT_BOS 256
@@ -1382,776 +1006,135 @@ INDUCT_API int induct_dataset_window_count(const induct_dataset *dataset, uint32
                                            uint32_t seq_len, uint64_t *n_out);
 /** @} */
 
-/* ---- analysis suite (issue 4) ------------------------------------------ */
-/** @defgroup analysis_suite Analysis suite
- *  The measurements of the ICL paper and the Framework, per head, with the
- *  definitions of docs/analysis.md (which states every choice we made where the
- *  papers leave a detail open). Shapes are row-major; head tables are
- *  `[n_layers][n_heads]`. Losses are in nats (natural log).
- *
- *  Functions that run the model honour the head ablations in force (see
- *  induct_model_ablate_head()); functions that read only weights
- *  (induct_analysis_copying_eigen(), induct_analysis_composition()) ignore them.
- *  No analysis changes the weights. Every analysis that runs the model uses its
- *  workspace: one thread per model at a time, as for induct_model_forward().
+/* ------------------------------------------------------------------------ */
+/** @defgroup optim Training: optimizer and training step
  *  @{ */
 
+/** @brief Opaque optimizer handle; holds a reference to its model. @since 0.1 */
+typedef struct induct_optimizer induct_optimizer;
+
+/** Optimizer kind: AdamW (Loshchilov & Hutter 2019, *Decoupled Weight Decay
+ *  Regularization*). With g the (clipped) gradient, t the 1-based step and lr the
+ *  scheduled rate: `m = β1 m + (1−β1) g`, `v = β2 v + (1−β2) g²`,
+ *  `p −= lr·wd·p` (tensors with ≥ 2 dims only), then
+ *  `p −= lr·(m / (1−β1^t)) / (√(v / (1−β2^t)) + ε)`. @since 0.1 */
+#define INDUCT_OPTIM_ADAMW 0u
+/** Optimizer kind: SGD with optional momentum μ (PyTorch's convention: the
+ *  buffer starts as the first gradient, no dampening): `buf = μ buf + g`,
+ *  `p −= lr·wd·p` (decoupled, tensors with ≥ 2 dims only), `p −= lr·buf`
+ *  (`buf = g` when μ = 0). @since 0.1 */
+#define INDUCT_OPTIM_SGD 1u
+
+/** @brief Runtime optimizer parameters (zstd-style setters). Values are frozen. @since 0.1 */
+typedef enum induct_opt_param {
+    INDUCT_OPT_LR = 1,            /**< Peak learning rate, [0, 10]. Default 1e-3. */
+    INDUCT_OPT_BETA1 = 2,         /**< AdamW β1, [0, 1). Default 0.9. */
+    INDUCT_OPT_BETA2 = 3,         /**< AdamW β2, [0, 1). Default 0.999. */
+    INDUCT_OPT_EPS = 4,           /**< AdamW ε, [0, 1]. Default 1e-8. */
+    INDUCT_OPT_WEIGHT_DECAY = 5,  /**< Decoupled decay, [0, 10]; applied only to tensors with ≥ 2 dims. Default 0.01. */
+    INDUCT_OPT_GRAD_CLIP = 6,     /**< Global-norm clip; 0 = off, [0, 1e9]. Default 0. */
+    INDUCT_OPT_WARMUP_STEPS = 7,  /**< Linear warmup steps, [0, 1e12]; step s (0-based) uses lr·(s+1)/warmup. Default 0. */
+    INDUCT_OPT_SCHEDULE = 8,      /**< 0 constant after warmup, 1 cosine decay to min_lr_ratio·lr at total_steps (if total_steps > warmup). Fractions are rounded down. Default 0. */
+    INDUCT_OPT_TOTAL_STEPS = 9,   /**< Steps of the cosine schedule, [0, 1e12]. Default 0. */
+    INDUCT_OPT_MIN_LR_RATIO = 10, /**< Floor of the cosine schedule, [0, 1]. Default 0. */
+    INDUCT_OPT_MOMENTUM = 11,     /**< SGD momentum, [0, 1). Default 0. */
+    INDUCT_OPT_STEP = 12          /**< Steps taken so far (read; writable to resume), integer in [0, 2^53]. */
+} induct_opt_param;
+
 /**
- * @brief The fixed evaluation set and the indices of the ICL score.
- *
- * The evaluation set is batch number `batch_index` of the dataset's `split`, drawn
- * with batch size `n_seq` and sequence length `seq_len` (so it is the same for
- * every model and snapshot given the same dataset and config). It is run through
- * the model `chunk` sequences at a time (this changes only memory use and speed,
- * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
- * (induct_eval_config_init() does). Fields are only ever appended.
+ * @brief Create an optimizer for `model` (it takes a reference to the model).
+ * Moments start at 0 and the step counter at 0.
+ * @param[out] out Owned by the caller, released with induct_optimizer_free(); NULL on failure.
+ * @param model The model whose parameters it updates; it stays alive while the
+ *              optimizer does. Use one thread for the pair.
+ * @param kind ::INDUCT_OPTIM_ADAMW or ::INDUCT_OPTIM_SGD.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown kind); ::INDUCT_ENOMEM.
  * @since 0.1
  */
-typedef struct induct_eval_config {
-    size_t size;          /**< `sizeof(induct_eval_config)` as the caller compiled it. */
-    uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
-    uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
-    uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
-    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
-                               Default 50. */
-    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
-                               Default 500. */
-    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
-                               Default ::INDUCT_SPLIT_EVAL. */
-    uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
-    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
-                               (induct_analysis_loss_vectors()). Default 0. */
-} induct_eval_config;
-
-/**
- * @brief Write the defaults into an evaluation config of `size` bytes.
- * @param cfg  The struct to fill (not NULL).
- * @param size `sizeof(induct_eval_config)` as the caller compiled it.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
- *         struct or above 4096).
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size);
-
-/**
- * @brief In-context learning score (ICL paper, "Key Concepts" and Appendix "Analyses").
- *
- * `icl = mean_b L_b[late − 1] − mean_b L_b[early − 1]` over the evaluation set, where
- * `L_b[p] = −ln P(t[p+1] | t[0..p])` (nats): the loss of the `late`-th token minus the
- * loss of the `early`-th token, "the k-th token" being the one predicted from k tokens
- * of context (defaults 500 and 50 as in the paper). Negative means the model uses
- * context. A model with all-zero logits scores exactly 0.
- *
- * @param model   The model; its ablations in force apply.
- * @param dataset Source of the evaluation set; its vocabulary must fit the model's.
- * @param cfg     Evaluation set and indices; NULL means the defaults.
- * @param[out] score_out The score in nats (not NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or score_out; n_seq or chunk
- *         0; early 0 or early ≥ late; unknown split; dataset vocabulary larger than the
- *         model's); ::INDUCT_EABI (cfg size); ::INDUCT_ERANGE (seq_len < late + 1: the
- *         context is too short to hold both indices — never clamped; seq_len > n_ctx;
- *         or the dataset cannot produce sequences that long); ::INDUCT_ENOMEM;
- *         ::INDUCT_ENUMERIC; ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
- *         On failure `*score_out` is unchanged.
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_dataset *dataset,
-                                         const induct_eval_config *cfg, double *score_out);
-
-/**
- * @brief Loss by position (the "context-index average"), `[seq_len − 1]`:
- * `out[p] = mean_b L_b[p]` in nats over the evaluation set (ICL paper, Appendix).
- *
- * `early` and `late` are not used here except that they must satisfy
- * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
- * need not hold them (the curve is defined for any seq_len ≥ 2).
- * @param model   The model; the ablations in force apply; weights are not changed.
- * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
- * @param cfg     Evaluation set; NULL means the defaults.
- * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to `seq_len − 1` (may be NULL).
- * @return as induct_analysis_icl_score() except the context-length error;
- *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
-                                                const induct_dataset *dataset,
-                                                const induct_eval_config *cfg, float *out,
-                                                size_t out_cap, size_t *out_len);
-
-/**
- * @brief Per-token loss vectors of one snapshot (ICL paper, Appendix "Data Collection").
- *
- * (a) `per_seq_out[i] = L_i[pos_i]`: the loss of sequence i at its fixed random
- * position `pos_i` (see induct_analysis_loss_positions()), a vector of length n_seq;
- * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
- * Both come from one pass over the evaluation set. Stack the (a) vectors of many
- * snapshots and pass them to induct_analysis_pca().
- * @param model   The model; the ablations in force apply; weights are not changed.
- * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
- * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
- * @param per_seq_out `[n_seq]` or NULL (then `per_seq_cap` must be 0).
- * @param per_seq_cap Capacity of `per_seq_out` in floats.
- * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
- * @param avg_cap Capacity of `avg_out` in floats.
- * @return as induct_analysis_loss_by_position(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
- *         too small; the message names the length needed).
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_loss_vectors(induct_model *model, const induct_dataset *dataset,
-                                            const induct_eval_config *cfg, float *per_seq_out,
-                                            size_t per_seq_cap, float *avg_out, size_t avg_cap);
-
-/**
- * @brief The fixed random positions of induct_analysis_loss_vectors(), `[n_seq]`:
- * `pos_i` is uniform in `[0, seq_len − 2]`, a pure function of (pos_seed, i, seq_len).
- * @param model Gives n_ctx when `cfg->seq_len` is 0; not modified.
- * @param cfg   NULL means the defaults.
- * @param out   `[n_seq]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in elements.
- * @param[out] out_len Set to n_seq (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI; ::INDUCT_ERANGE (seq_len < 2 or
- *         > n_ctx); ::INDUCT_EBUFSIZE.
- * @since 0.1 Thread-safe (reads the model's config only).
- */
-INDUCT_API int induct_analysis_loss_positions(const induct_model *model,
-                                              const induct_eval_config *cfg, uint32_t *out,
-                                              size_t out_cap, size_t *out_len);
-
-/** Ablation mode: the head is not ablated. @since 0.1 */
-#define INDUCT_ABLATE_NONE 0u
-/** Ablation mode: the head's result `z_h W_O[h]` is removed (z_h := 0); `b_O` stays. @since 0.1 */
-#define INDUCT_ABLATE_ZERO 1u
-/** Ablation mode: z_h is replaced by its mean over the reference set of
- *  induct_model_set_ablation_mean(). @since 0.1 */
-#define INDUCT_ABLATE_MEAN 2u
-/** Flag for induct_analysis_ablation_attribution(): also freeze downstream
- *  patterns (pattern-preserving ablation). @since 0.1 */
-#define INDUCT_ABLATE_PRESERVE_PATTERNS 0x100u
-
-/** Mean reference: one mean per head, pooled over sequences and positions. @since 0.1 */
-#define INDUCT_MEAN_POOLED 0u
-/** Mean reference: one mean per head and position, over the sequences. @since 0.1 */
-#define INDUCT_MEAN_PER_POSITION 1u
-
-/**
- * @brief Ablate (or restore) one head for every later forward pass and analysis
- * (ICL paper, Appendix "Analyses"), until induct_model_clear_ablations().
- *
- * After layer `layer`'s attention computes `z` (`[batch][seq][n_heads][d_head]`,
- * the pattern-weighted values before W_O), head `head`'s slice is replaced: by 0
- * (::INDUCT_ABLATE_ZERO; the head's result `z_h W_O[h]` leaves the residual
- * stream, `b_O` stays) or by the stored mean (::INDUCT_ABLATE_MEAN). Any set of
- * heads may be ablated at once, each with its own mode. Ablation never changes the
- * weights; once every head is restored (or the ablations are cleared) forward
- * passes are bit-identical to those before.
- *
- * While any head is ablated, induct_model_backward(), induct_train_step() and
- * induct_train_step_tokens() refuse with ::INDUCT_ESTATE (gradients through an
- * ablated model are not offered). induct_model_clone() does not copy ablations.
- *
- * @param model The model whose forward passes are affected.
- * @param layer Layer index, 0 … n_layers − 1.
- * @param head  Head index within the layer, 0 … n_heads − 1.
- * @param mode ::INDUCT_ABLATE_NONE (restore), ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown mode); ::INDUCT_ERANGE
- *         (layer ≥ n_layers or head ≥ n_heads: the head does not exist);
- *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
- *         ::INDUCT_ENOMEM. Nothing is changed on failure.
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_model_ablate_head(induct_model *model, uint32_t layer, uint32_t head,
-                                        uint32_t mode);
-
-/**
- * @brief Pattern-preserving ablation on or off (ICL paper, Appendix "Analyses").
- *
- * When on and at least one head is ablated, every forward pass first runs the
- * model without ablations on the same tokens and records the attention patterns;
- * the ablated pass then uses those clean patterns for every head of every layer
- * after the earliest layer that has an ablated head (`z = A_clean v`, with `v` from
- * the ablated residual stream), so only the ablated heads' values propagate.
- * Patterns read with induct_model_attention() are those in effect. Costs a second
- * forward pass and `[later layers][batch][n_heads][seq][seq]` floats.
- * @param model The model.
- * @param on 1 on, 0 off.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, `on` not 0/1).
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_model_set_preserve_patterns(induct_model *model, uint32_t on);
-
-/**
- * @brief Compute the reference means for ::INDUCT_ABLATE_MEAN from a reference set.
- *
- * Runs the model without any ablation on `tokens` and stores, for every head,
- * the mean of z_h (`[d_head]`): pooled over all sequences and positions
- * (::INDUCT_MEAN_POOLED), or per position over the sequences
- * (::INDUCT_MEAN_PER_POSITION; inputs longer than `seq_len` are then refused with
- * ::INDUCT_ERANGE while a head is mean-ablated). Replaces any earlier reference; the
- * means are kept until the model is freed (clearing ablations keeps them).
- * @param model The model (run without ablations; weights are not changed).
- * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
- * @param batch Sequences in the reference set, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param how ::INDUCT_MEAN_POOLED or ::INDUCT_MEAN_PER_POSITION.
- * @return as induct_model_forward() for the tokens; ::INDUCT_EINVAL (unknown `how`);
- *         ::INDUCT_ENOMEM. Nothing is changed on failure.
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_model_set_ablation_mean(induct_model *model, const int32_t *tokens,
-                                              uint32_t batch, uint32_t seq_len, uint32_t how);
-
-/**
- * @brief Restore every head and turn pattern preservation off. Later forward passes are
- * bit-identical to those of a model that was never ablated. The mean reference is kept.
- * @param model The model.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_model_clear_ablations(induct_model *model);
-
-/**
- * @brief Read the ablations in force: `modes_out [n_layers][n_heads]` holds
- * `INDUCT_ABLATE_*` per head.
- * @param model The model; not modified.
- * @param modes_out `[n_layers][n_heads]` or NULL with `modes_cap` 0 to ask the length.
- * @param modes_cap Capacity of `modes_out` in elements.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @param[out] preserve_out 1 if pattern preservation is on, else 0 (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE.
- * @since 0.1
- */
-INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *modes_out,
-                                          size_t modes_cap, size_t *out_len,
-                                          uint32_t *preserve_out);
-
-/**
- * @brief Ablation attribution (ICL paper, Appendix "Analyses"): `out[l][h] =
- * icl(with head (l, h) ablated) − icl(without)`, `[n_layers][n_heads]`, nats.
- *
- * Positive values mean the head helps in-context learning. "Without" is the model
- * with the ablations already in force (normally none); head (l, h) is added to them
- * with `mode`. The evaluation set and indices are those of induct_analysis_icl_score().
- *
- * With no ablation in force, the clean forward pass is run once per chunk and, for
- * each head, the forward pass is resumed after that head's layer from the clean
- * residual stream plus the head's change `(z'_h − z_h) W_O[h]`; the final LayerNorm and
- * the unembedding run only at the two positions the score reads. Otherwise each head
- * costs one pass over the evaluation set with the ablation in force. Both give the same
- * values up to float rounding (about 1e-5 nats).
- *
- * @param model   The model; its ablations are the same afterwards; weights are not changed.
- * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
- * @param cfg     Evaluation set and indices; NULL means the defaults.
- * @param mode ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN, optionally or-ed with
- *             ::INDUCT_ABLATE_PRESERVE_PATTERNS.
- * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @param[out] icl_out The ICL score without the extra ablation (may be NULL).
- * @return as induct_analysis_icl_score(); ::INDUCT_EINVAL (bad mode);
- *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
- *         ::INDUCT_EBUFSIZE. The ablations in force are the same afterwards,
- *         also on failure.
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_ablation_attribution(induct_model *model,
-                                                    const induct_dataset *dataset,
-                                                    const induct_eval_config *cfg, uint32_t mode,
-                                                    float *out, size_t out_cap, size_t *out_len,
-                                                    double *icl_out);
-
-/**
- * @brief Synthetic probe sequences for the head evaluators (ICL paper, Appendix,
- * "head activation evaluators"). Size-prefixed; fields are only ever appended.
- *
- * Probe sequence b is `[BOS] + r + r + … (n_repeats copies)`, r a block of
- * `block_len` tokens drawn without replacement from `[token_lo, token_hi)`, from a
- * random stream that depends only on (seed, b). The copying probe is `[BOS if
- * copying_bos] + r` (the same block, not repeated).
- * @since 0.1
- */
-typedef struct induct_probe_config {
-    size_t size;          /**< `sizeof(induct_probe_config)` as the caller compiled it. */
-    uint32_t n_seq;       /**< Probe sequences, ≥ 1. Default 10. */
-    uint32_t block_len;   /**< Tokens per block, ≥ 1. Default 25. */
-    uint32_t n_repeats;   /**< Copies of the block in the repeated probe, ≥ 2. Default 4. */
-    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token
-                               range. Default 0. */
-    uint32_t token_lo;    /**< First id of the token range. Default 1. */
-    uint32_t token_hi;    /**< One past the last id; 0 means d_vocab. Default 0. */
-    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted
-                               it by mistake). Default 0. */
-    uint32_t reserved0;   /**< Must be 0. */
-    uint64_t seed;        /**< Seed of the probe stream. Default 0. */
-} induct_probe_config;
-
-/**
- * @brief Write the defaults into a probe config of `size` bytes (BOS 0, tokens from
- * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0): the ICL paper's probe,
- * for a model whose training data is not at hand. For a model trained on a dataset,
- * induct_probe_config_for_dataset() gives the probe with that data's BOS.
- * @param cfg  The struct to fill (not NULL).
- * @param size `sizeof(induct_probe_config)` as the caller compiled it.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size);
-
-/**
- * @brief Write the probe defaults with the BOS and token range of a dataset, so that
- * the probe looks like the data a model was trained on (the BOS rule: see
- * induct_dataset_bos()).
- *
- * `bos` is the dataset's BOS (−1 for none: no BOS in the probe). The token range is
- * that of the dataset's ordinary tokens: a repeated-random-token dataset's
- * `[token_lo, token_hi)`; otherwise `[0, d_vocab of the dataset)` without the BOS
- * (byte-level text with BOS: `[0, 256)`). The other fields are the defaults of
- * induct_probe_config_init(). The training driver's probe metrics use this probe unless
- * ::induct_train_config::probe is set.
- * @param cfg The struct to fill (not NULL).
- * @param size `sizeof(induct_probe_config)` as the caller compiled it.
- * @param dataset The dataset.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_probe_config_for_dataset(induct_probe_config *cfg, size_t size,
-                                               const induct_dataset *dataset);
-
-/**
- * @brief The probe sequences themselves, `[n_seq][T]`.
- * @param model Gives d_vocab and n_ctx; not modified.
- * @param cfg NULL means the defaults.
- * @param copying 0: the repeated probe, `T = (bos ≥ 0) + block_len·n_repeats`;
- *                1: the copying probe, `T = copying_bos·(bos ≥ 0) + block_len`.
- * @param out `[n_seq][T]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in elements.
- * @param[out] out_len Set to n_seq·T (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model; n_seq, block_len 0; n_repeats < 2;
- *         empty range, range outside the vocabulary or shorter than block_len; BOS
- *         inside the range or ≥ d_vocab; reserved0 ≠ 0; copying not 0/1);
- *         ::INDUCT_EABI; ::INDUCT_ERANGE (T > n_ctx or T < 2); ::INDUCT_EBUFSIZE.
- * @since 0.1 Thread-safe (reads the model's config only).
- */
-INDUCT_API int induct_analysis_probe_tokens(const induct_model *model,
-                                            const induct_probe_config *cfg, uint32_t copying,
-                                            int32_t *out, size_t out_cap, size_t *out_len);
-
-/**
- * @brief Prefix-matching score per head, `[n_layers][n_heads]`, range [0, 1]
- * (ICL paper, Appendix, "head activation evaluators").
- *
- * On the repeated probe (block length P): for every query p in repeats 2 … n_repeats
- * (repeat r, 1-based), its targets are `p − mP + 1` for m = 1 … r − 1, the
- * positions right after each earlier occurrence of `t[p]`. Score = mean over those
- * queries of the summed attention on the targets, averaged over the probe
- * sequences. One-hot attention on a target scores 1; uniform attention scores the
- * mean of (r − 1)/(p + 1). With 2 repeats this is the common "induction score".
- * @param model The model; the ablations in force apply; weights are not changed.
- * @param cfg   Probe; NULL means the defaults.
- * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @return the errors of induct_analysis_probe_tokens() and induct_model_forward();
- *         ::INDUCT_EBUFSIZE.
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_prefix_matching(induct_model *model,
-                                               const induct_probe_config *cfg, float *out,
-                                               size_t out_cap, size_t *out_len);
-
-/**
- * @brief Duplicate-token score per head, `[n_layers][n_heads]`, range [0, 1].
- *
- * As induct_analysis_prefix_matching() but the targets are the earlier occurrences of
- * the same token, `p − mP` (m = 1 … r − 1). Uniform attention scores the same
- * mean of (r − 1)/(p + 1). Our definition (the ICL paper names duplicate-token heads
- * without giving an evaluator).
- * @param model The model; the ablations in force apply; weights are not changed.
- * @param cfg   Probe; NULL means the defaults.
- * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @return as induct_analysis_prefix_matching().
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_duplicate_token(induct_model *model,
-                                               const induct_probe_config *cfg, float *out,
-                                               size_t out_cap, size_t *out_len);
-
-/**
- * @brief Empirical copying score per head, `[n_layers][n_heads]`, range [−1, 1]
- * (ICL paper, Appendix, "head activation evaluators"; the exact ratio is our reading).
- *
- * On the copying probe: for each query p the head's direct contribution to the
- * logits is `ℓ_p = z_{p,h} W_O[h] W_U` (z includes b_V; with a final LayerNorm, its
- * linear part at the clean run's frozen scale: centring, ·w / σ_p; b_U and the LN
- * bias are not part of the head's contribution). `ℓ'_p = ReLU(ℓ_p − mean_v ℓ_p)`.
- * `r = Σ_p Σ_k A[p,k] ℓ'_p[t_k] / Σ_p Σ_{v ∈ S} ℓ'_p[v]`, S the distinct tokens of
- * the probe sequence, sums pooled over every query of every probe sequence;
- * score `2r − 1`. 1 means the head raises only the tokens it attends to, −1 only
- * other tokens of the sample; a head whose contribution is zero scores 0.
- * @param model The model; the ablations in force apply; weights are not changed.
- * @param cfg   Probe; NULL means the defaults.
- * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @return as induct_analysis_prefix_matching().
- * @since 0.1 One thread per model.
- */
-INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_config *cfg,
-                                       float *out, size_t out_cap, size_t *out_len);
-
-/**
- * @brief OV-circuit eigenvalue copying score per head, `[n_layers][n_heads]`, range
- * [−1, 1] (Framework, "Copying / Induction heads", eigenvalue analysis).
- *
- * The full OV circuit `W_E W_V[h] W_O[h] W_U` has the same non-zero eigenvalues λ as
- * the `d_head × d_head` matrix `W_O[h] W_U W_E W_V[h]`; score `Re(Σλ) / Σ|λ|`
- * (LAPACKE dgeev, double precision). 0 when every λ is 0. Weights only: positions,
- * biases and LayerNorm are not included; ablations are ignored.
- * @param model The model; only its weights are read.
- * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to n_layers·n_heads (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE;
- *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge); ::INDUCT_ENOTSUP
- *         (a build without LAPACK, such as the WebAssembly build).
- * @since 0.1 Thread-safe (reads the weights only).
- */
-INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *out,
-                                             size_t out_cap, size_t *out_len);
-
-/** Composition kind: Q-composition (Framework, "Analyzing a Two-Layer Model"). @since 0.1 */
-#define INDUCT_COMPOSITION_Q 0u
-/** Composition kind: K-composition. @since 0.1 */
-#define INDUCT_COMPOSITION_K 1u
-/** Composition kind: V-composition. @since 0.1 */
-#define INDUCT_COMPOSITION_V 2u
-
-/**
- * @brief Composition scores, `[n_layers][n_heads][n_layers][n_heads]` indexed
- * `[l1][h1][l2][h2]` (Framework, "Analyzing a Two-Layer Model").
- *
- * TransformerLens row convention: `OV_h = W_V[h] W_O[h]`, `QK_h = W_Q[h] W_K[h]ᵀ`
- * (d_model × d_model). For head h1 in an earlier layer and h2 in a later one:
- * Q: `‖OV_h1 QK_h2‖_F / (‖OV_h1‖_F ‖QK_h2‖_F)`; K: the same with `QK_h2ᵀ`;
- * V: with `OV_h2`. Entries are 0 unless l1 < l2, and 0 when a norm is 0. Raw weights:
- * LayerNorm gains are not folded in (our choice); ablations are ignored.
- * Subtract induct_analysis_composition_baseline() for the Framework's baseline-
- * corrected scores.
- * @param model The model; only its weights are read.
- * @param kind ::INDUCT_COMPOSITION_Q, ::INDUCT_COMPOSITION_K or ::INDUCT_COMPOSITION_V.
- * @param out `[L][H][L][H]` or NULL with `out_cap` 0 to ask the length.
- * @param out_cap Capacity of `out` in floats.
- * @param[out] out_len Set to (n_layers·n_heads)² (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown kind); ::INDUCT_EBUFSIZE;
- *         ::INDUCT_ENOMEM.
- * @since 0.1 Thread-safe (reads the weights only).
- */
-INDUCT_API int induct_analysis_composition(const induct_model *model, uint32_t kind, float *out,
-                                           size_t out_cap, size_t *out_len);
-
-/**
- * @brief Random baseline of the composition scores for this model's shapes.
- *
- * The mean score of `n_samples` draws in which the four factors (`W_V`, `W_O` of h1
- * and `W_Q`, `W_K` — or `W_V`, `W_O` — of h2) are independent standard Gaussian
- * matrices of the model's shapes; Q, K and V composition have the same baseline
- * (≈ 1/√d_model when d_head ≪ d_model). Deterministic given `seed`.
- * @param model Gives d_model and d_head; not modified.
- * @param n_samples Draws, 1 … 100000.
- * @param seed Seed of the draws.
- * @param[out] baseline_out The mean score (not NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n_samples out of range); ::INDUCT_ENOMEM.
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_analysis_composition_baseline(const induct_model *model,
-                                                    uint32_t n_samples, uint64_t seed,
-                                                    double *baseline_out);
-
-/**
- * @brief Principal component analysis of a stack of vectors (ICL paper, Appendix
- * "Data Collection"), through LAPACKE's SVD (dgesdd, double precision).
- *
- * `x [n_rows][n_cols]` (one row per snapshot, e.g. the (a) vectors of
- * induct_analysis_loss_vectors()) is centred column by column; with the SVD
- * `X_c = U S Vᵀ`, component i is row i of Vᵀ, signed so that its entry of largest
- * magnitude is positive (the first such entry on ties); scores are `X_c V_k`
- * (`U_k S_k`); explained variance is `s_i² / (n_rows − 1)` and the total variance is
- * the sum over all singular values (so `variance[i] / total` is the explained ratio).
- * @param x `[n_rows][n_cols]`, finite.
- * @param n_rows Rows, ≥ 2.
- * @param n_cols Columns, ≥ 1.
- * @param n_components k, 1 … min(n_rows, n_cols).
- * @param scores_out `[n_rows][k]` (not NULL).
- * @param scores_cap Capacity of `scores_out` in floats.
- * @param components_out `[k][n_cols]` or NULL (then `components_cap` must be 0).
- * @param components_cap Capacity of `components_out` in floats.
- * @param variance_out `[k]` explained variances or NULL (then `variance_cap` must be 0).
- * @param variance_cap Capacity of `variance_out` in doubles.
- * @param[out] total_variance_out Total variance, or NULL.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL x or scores_out, a non-finite value, too few
- *         rows or columns); ::INDUCT_ERANGE (n_components out of range);
- *         ::INDUCT_EBUFSIZE (the message names the length needed); ::INDUCT_ELIMIT;
- *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge); ::INDUCT_ENOTSUP
- *         (a build without LAPACK, such as the WebAssembly build).
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,
-                                   uint32_t n_components, float *scores_out, size_t scores_cap,
-                                   float *components_out, size_t components_cap,
-                                   double *variance_out, size_t variance_cap,
-                                   double *total_variance_out);
-
-/**
- * @brief Rule of induct_analysis_phase_window(). Size-prefixed; fields only appended.
- * @since 0.1
- */
-typedef struct induct_phase_config {
-    size_t size;        /**< `sizeof(induct_phase_config)` as the caller compiled it. */
-    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1).
-                             Default 0.1. */
-    double hi_frac;     /**< Fraction that closes it, (lo_frac, 1]. Default 0.9. */
-    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0.
-                             Default 0.05. */
-    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none).
-                             Default 1. */
-    uint32_t reserved0; /**< Must be 0. */
-} induct_phase_config;
-
-/**
- * @brief Write the defaults into a phase config of `size` bytes.
- * @param cfg  The struct to fill (not NULL).
- * @param size `sizeof(induct_phase_config)` as the caller compiled it.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_phase_config_init(induct_phase_config *cfg, size_t size);
-
-/**
- * @brief Phase-change window from a series of (step, ICL score) points (ICL paper,
- * "the phase change"; the rule is ours).
- *
- * The scores are smoothed with a centred moving average of width `smooth`
- * (truncated at the ends); `Δ = s[n−1] − s[0]` is the final change. If `|Δ| <
- * min_change` there is no window. Otherwise `f_i = (s_i − s_0) / Δ` is the fraction
- * of the final change reached at point i; the window opens at the first crossing of
- * `lo_frac` and closes at the first crossing of `hi_frac` at or after it, each
- * located by linear interpolation between the two points around the crossing.
- * @param steps `[n]` strictly increasing, finite (training steps, tokens, …).
- * @param icl `[n]` finite ICL scores.
- * @param n Points, ≥ 2.
- * @param cfg NULL means the defaults.
- * @param[out] start_out Opening step, NaN when no window (not NULL).
- * @param[out] end_out Closing step, NaN when no window (not NULL).
- * @param[out] found_out 1 if a window was found, else 0 (may be NULL).
- * @return ::INDUCT_OK (also when no window is found); ::INDUCT_EINVAL (NULL, n < 2,
- *         non-finite values, steps not increasing, bad fractions, even or zero
- *         smooth, reserved0 ≠ 0); ::INDUCT_EABI.
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_analysis_phase_window(const double *steps, const double *icl, size_t n,
-                                            const induct_phase_config *cfg, double *start_out,
-                                            double *end_out, uint32_t *found_out);
-
-/** Head label: none of the classes below. @since 0.1 */
-#define INDUCT_HEAD_OTHER 0u
-/** Head label: previous-token head. @since 0.1 */
-#define INDUCT_HEAD_PREVIOUS_TOKEN 1u
-/** Head label: induction head. @since 0.1 */
-#define INDUCT_HEAD_INDUCTION 2u
-/** Head label: duplicate-token head. @since 0.1 */
-#define INDUCT_HEAD_DUPLICATE 3u
-
-/**
- * @brief Thresholds of induct_analysis_classify_heads(). Size-prefixed.
- * @since 0.1
- */
-typedef struct induct_classify_config {
-    size_t size;           /**< `sizeof(induct_classify_config)` as the caller compiled it. */
-    double previous_token; /**< Previous-token score threshold, (0, 1]. Default 0.4. */
-    double induction;      /**< Prefix-matching score threshold, (0, 1]. Default 0.4. */
-    double duplicate;      /**< Duplicate-token score threshold, (0, 1]. Default 0.4. */
-    double copying;        /**< Copying score an induction head also needs when copying
-                                scores are given, [−1, 1]. Default 0. */
-} induct_classify_config;
-
-/**
- * @brief Write the defaults into a classify config of `size` bytes.
- * @param cfg  The struct to fill (not NULL).
- * @param size `sizeof(induct_classify_config)` as the caller compiled it.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_classify_config_init(induct_classify_config *cfg, size_t size);
-
-/**
- * @brief Label each head from its scores (the rule is ours; the ICL paper defines
- * induction heads as prefix-matching and copying).
- *
- * A head is a candidate for a class when its score reaches the class threshold
- * (induction additionally needs `copying[i] ≥ copying` when `copying` is not NULL).
- * Among its candidate classes it gets the one with the largest margin `score −
- * threshold` (ties: induction, then previous-token, then duplicate); with no
- * candidate it is ::INDUCT_HEAD_OTHER.
- * @param previous_token `[n]` previous-token scores (induct_analysis_previous_token_score()).
- * @param prefix_matching `[n]` prefix-matching scores.
- * @param duplicate `[n]` duplicate-token scores.
- * @param copying `[n]` copying scores, or NULL.
- * @param n Heads (normally n_layers·n_heads).
- * @param cfg NULL means the defaults.
- * @param labels_out `[n]` `INDUCT_HEAD_*` values, or NULL with `labels_cap` 0 to ask the length.
- * @param labels_cap Capacity of `labels_out`.
- * @param[out] out_len Set to n (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL score array, non-finite score, threshold
- *         out of range); ::INDUCT_EABI; ::INDUCT_EBUFSIZE.
- * @since 0.1 Thread-safe.
- */
-INDUCT_API int induct_analysis_classify_heads(const float *previous_token,
-                                              const float *prefix_matching,
-                                              const float *duplicate, const float *copying,
-                                              size_t n, const induct_classify_config *cfg,
-                                              uint32_t *labels_out, size_t labels_cap,
-                                              size_t *out_len);
-/** @} */
-
-/* ---- training driver, metrics, checkpoints (issue 5) ------------------- */
-
-/** @defgroup checkpoint Checkpoints (safetensors)
- *  Files in the safetensors format with TransformerLens tensor names; the layout,
- *  the metadata keys and every validation rule are in docs/checkpoint-format.md.
- *  @{ */
-
-/** Version of the checkpoint layout this library writes and the newest it reads
- *  (`__metadata__["format_version"]`). A file stating a larger value is refused.
+INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *model, uint32_t kind);
+/** @brief Release an optimizer (and its reference to the model).
+ *  @param opt The optimizer, or NULL (a no-op).
  *  @since 0.1 */
-#define INDUCT_CHECKPOINT_FORMAT_VERSION 1
+INDUCT_API void induct_optimizer_free(induct_optimizer *opt);
+
+/** @brief Set a runtime parameter; it stays in force for every later step.
+ *  @param opt The optimizer.
+ *  @param param One of ::induct_opt_param.
+ *  @param value Within induct_opt_param_bounds().
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, non-finite value); ::INDUCT_ENOTSUP
+ *          (unknown parameter); ::INDUCT_ERANGE (outside the bounds, or a
+ *          non-integer ::INDUCT_OPT_STEP). The old value is kept on failure.
+ *  @since 0.1 */
+INDUCT_API int induct_optimizer_set(induct_optimizer *opt, induct_opt_param param, double value);
+/** @brief Read a runtime parameter.
+ *  @param opt The optimizer.
+ *  @param param One of ::induct_opt_param.
+ *  @param[out] value_out The value; untouched on failure.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENOTSUP (unknown parameter).
+ *  @since 0.1 */
+INDUCT_API int induct_optimizer_get(const induct_optimizer *opt, induct_opt_param param,
+                                    double *value_out);
+/** @brief Bounds of a parameter (both inclusive).
+ *  @param param One of ::induct_opt_param.
+ *  @param[out] lo_out Smallest accepted value.
+ *  @param[out] hi_out Largest accepted value.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL output); ::INDUCT_ENOTSUP (unknown
+ *          parameter: probe for features this way).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API int induct_opt_param_bounds(induct_opt_param param, double *lo_out, double *hi_out);
+
+/** @brief Learning rate the next step will use (after warmup and schedule).
+ *  @param opt The optimizer.
+ *  @param[out] lr_out The rate for step ::INDUCT_OPT_STEP.
+ *  @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
+ *  @since 0.1 */
+INDUCT_API int induct_optimizer_current_lr(const induct_optimizer *opt, double *lr_out);
 
 /**
- * @brief Save the model's config and weights as a safetensors file.
- *
- * Layout: 8-byte little-endian header length N, N bytes of JSON header (padded with
- * spaces to a multiple of 8), then the raw little-endian F32 data of every tensor in
- * storage order (induct_model_tensor_info()), contiguous, without holes. Tensor names
- * and shapes are TransformerLens' (see induct_model_tensor_info(); the smeared-key α
- * is `blocks.{l}.attn.smear_alpha [n_heads]`). `__metadata__` holds the config, the
- * library version and ::INDUCT_CHECKPOINT_FORMAT_VERSION, all as strings.
- *
- * The write is atomic: the data go to a temporary file `<path>.tmp.<pid>.<n>` in the
- * same directory, which is flushed, fsync'ed and renamed over `path` (the directory is
- * then fsync'ed, best effort). A process killed during the save leaves the previous
- * file at `path` intact (and may leave the temporary file behind).
- *
- * @param model The model (only read).
- * @param path  Destination file, UTF-8 / native encoding. Its directory must exist.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument, empty path); ::INDUCT_EIO (any
- *         create, write, flush, sync or rename failure; the message names the file and
- *         the system error; `path` is untouched); ::INDUCT_ENOMEM.
- * @since 0.1 Reads the model: one thread per model.
- */
-INDUCT_API int induct_model_save(const induct_model *model, const char *path);
-
-/**
- * @brief Load a model (config and weights) from a safetensors file.
- *
- * Accepts files written by induct_model_save() and induct_optimizer_save(), and
- * safetensors files written by other tools (PyTorch, NumPy) that use the TL names.
- * The config comes from `__metadata__`; keys it lacks are inferred from the tensor
- * shapes where they tell (docs/checkpoint-format.md lists which). What the tensors
- * cannot tell is never guessed: without `positional_embedding_type` (`pos_embed.W_pos`
- * serves standard and shortformer positions alike), without `normalization_type` when
- * there are no LayerNorm tensors (no LayerNorm, or LayerNorm folded into the weights as
- * TransformerLens exports by default), and without `act_fn` for a model with an MLP,
- * the load fails with ::INDUCT_EFORMAT naming each missing choice; such a file loads
- * with induct_model_load_config(). Validation, each
- * failure being ::INDUCT_EFORMAT with a message naming the tensor or key: the header
- * length fits in the file; the header is a JSON object; every entry has a known
- * dtype, a shape and `data_offsets` whose span equals the shape's byte size; entries
- * lie inside the data section, do not overlap and leave no holes, and the data
- * section ends exactly at the end of the file; every tensor the config needs exists
- * with dtype F32 and exactly its TL shape, and holds finite values; any other tensor
- * is refused unless its name starts with `optimizer.` (optimizer state, read by
- * induct_optimizer_load()); a `format_version` above ::INDUCT_CHECKPOINT_FORMAT_VERSION
- * is refused. Nothing is read past the end of the file, and no buffer larger than the
- * file's data section is allocated for a model.
- *
- * @param[out] out The new model, owned by the caller; NULL on failure.
- * @param path The file.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
- *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
- * @since 0.1 Several threads may load at once (each call has its own state; cJSON
- *        records its last parse error in a global that libinduct never reads).
- */
-INDUCT_API int induct_model_load(induct_model **out, const char *path);
-
-/**
- * @brief Load a model from a safetensors file with the configuration given explicitly:
- * for files whose architecture cannot be told from their tensors (see
- * induct_model_load(); e.g. a shortformer model, or a model without LayerNorm, saved
- * by another tool without `__metadata__`).
- *
- * The model is `cfg` (every field, including the non-architectural ones such as
- * `n_threads` and `seed`); the file must hold exactly its tensors (names, F32, TL
- * shapes, finite values) and any architecture key in its `__metadata__` (n_layers,
- * d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional_embedding_type,
- * normalization_type, smeared_keys) must agree with `cfg`. All other validation is
- * induct_model_load()'s. A TransformerLens export with LayerNorm folded in
- * (`fold_ln=True`) has no LayerNorm weights but still normalises: no config of this
- * library runs it; export with `fold_ln=False` (and `fold_value_biases=False`).
- * @param[out] out The new model, owned by the caller; NULL on failure.
- * @param path The file.
- * @param cfg The model's configuration (size-prefixed, as for induct_model_new()).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EABI (`cfg->size`);
- *         ::INDUCT_EIO; ::INDUCT_EFORMAT (as induct_model_load(), a metadata key that
- *         contradicts `cfg`, a tensor `cfg` does not have or has in another shape, or
- *         `cfg` invalid for induct_model_new()); ::INDUCT_ENOMEM.
- * @since 0.1 As induct_model_load().
- */
-INDUCT_API int induct_model_load_config(induct_model **out, const char *path,
-                                        const induct_model_config *cfg);
-
-/**
- * @brief Save a complete resume point: the optimizer's model (as induct_model_save())
- * plus the optimizer state in the same file.
- *
- * Extra tensors: `optimizer.m.<name>` (AdamW first moment / SGD momentum buffer) for
- * every parameter tensor `<name>`, and `optimizer.v.<name>` (AdamW second moment; AdamW
- * only), F32, same shape as the parameter. Extra metadata: `optimizer` ("adamw" or
- * "sgd"), `optimizer.step` and every ::induct_opt_param value (doubles printed with 17
- * significant digits, so they read back bit-identically). Data order needs no state:
- * batch `k` of a dataset is a pure function of `k`, the step counter.
- * Written atomically as induct_model_save().
- *
- * @param opt  The optimizer (only read); its model's weights are saved with it.
- * @param path Destination file; its directory must exist.
- * @return as induct_model_save().
- * @since 0.1 Reads the optimizer and its model: one thread per model.
- */
-INDUCT_API int induct_optimizer_save(const induct_optimizer *opt, const char *path);
-
-/**
- * @brief Create an optimizer for `model` from the optimizer state in a file written by
- * induct_optimizer_save(): kind, step counter, every parameter and the moments.
- *
- * The model's weights are not touched: load them with induct_model_load() from the
- * same file. Validation as induct_model_load(), plus: the optimizer metadata keys are
- * present and in range; `optimizer.m.<name>` (and `optimizer.v.<name>` for AdamW)
- * exist for every parameter tensor of `model`, with dtype F32 and that tensor's shape;
- * any other `optimizer.` tensor is refused. Tensors without the prefix are validated
- * as entries (offsets, dtype, size) but not compared with `model`.
- *
- * @param[out] out The new optimizer (holding a reference to `model`); NULL on failure.
- * @param model The model it will update.
- * @param path The file.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO; ::INDUCT_EFORMAT
- *         (see above; also a file without optimizer state); ::INDUCT_ENOMEM.
+ * @brief Apply one update from the model's current gradients (clip, then AdamW or SGD)
+ * and advance the step counter.
+ * Clipping: if `grad_clip > 0` and the global L2 norm exceeds it, every gradient is
+ * scaled by `grad_clip / norm` before the update.
+ * @param opt The optimizer.
+ * @param[out] grad_norm_out Global L2 norm of the gradients before clipping, or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENUMERIC (a NaN/Inf gradient:
+ *         nothing is changed, the moments and the step counter included).
  * @since 0.1
  */
-INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model,
-                                     const char *path);
+INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_out);
+
+/**
+ * @brief One training step: batch number `step` (the optimizer's step counter) of the
+ * dataset's train split, forward, backward, optimizer update.
+ * @param opt The optimizer (and through it the model).
+ * @param dataset Source of the batch (only read; may be shared with other threads).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] loss_out Mean per-token loss of the batch before the update (nats), or NULL.
+ * @return the errors of induct_dataset_batch(), induct_model_backward() and
+ *         induct_optimizer_step(); ::INDUCT_EINVAL if the dataset's vocabulary
+ *         exceeds the model's; ::INDUCT_ERANGE if seq_len > n_ctx. On any error the
+ *         weights, the moments and the step counter are unchanged.
+ * @since 0.1 No allocation after the first step with a given shape.
+ */
+INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *dataset,
+                                 uint32_t batch, uint32_t seq_len, double *loss_out);
+
+/** @brief As induct_train_step() on caller tokens.
+ *  @param opt The optimizer (and through it the model).
+ *  @param tokens `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
+ *  @param batch Number of sequences, ≥ 1.
+ *  @param seq_len Tokens per sequence, 2 … n_ctx.
+ *  @param[out] loss_out Mean per-token loss before the update (nats), or NULL.
+ *  @return as induct_train_step() (::INDUCT_ERANGE also for a token id outside
+ *          the vocabulary).
+ *  @since 0.1 */
+INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *tokens,
+                                        uint32_t batch, uint32_t seq_len, double *loss_out);
 /** @} */
 
-/** @defgroup train Training driver and metrics log
+/* ------------------------------------------------------------------------ */
+/** @defgroup train Training: driver and metrics log
  *  induct_train() runs many steps with evaluation, a JSON Lines metrics log,
  *  snapshots and a progress callback. See docs/training.md.
  *  @{ */
@@ -2187,8 +1170,9 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  `[n_layers][n_heads]` (induct_analysis_kv_attention()). JSON key
  *  `kv_attention_on_answer`; KV datasets only. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_KV_ATTENTION 0x080u
-/** Metric: seed 003's induction score per head, induct_analysis_induction_score() on
- *  the evaluation set (needs a repeated-random-token dataset without BOS),
+/** Metric: induction score per head (the prefix-matching score on the training data),
+ *  induct_analysis_induction_score() on the evaluation set (needs a
+ *  repeated-random-token dataset without BOS),
  *  `[n_layers][n_heads]`, in [0, 1]. JSON key `induction_score`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_INDUCTION_SCORE 0x100u
 /** Metric: per-token loss vector (ICL paper, Appendix "Data Collection"): the loss of
@@ -2198,6 +1182,10 @@ INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model
  *  evaluation (and model) and give them to induct_analysis_pca(). JSON key
  *  `loss_vectors`. @since 0.1 */
 #define INDUCT_TRAIN_METRIC_LOSS_VECTORS 0x200u
+
+/** @brief Probe sequences of the head evaluators; defined with the analyses
+ *  (::induct_probe_config, induct_probe_config_init()). @since 0.1 */
+typedef struct induct_probe_config induct_probe_config;
 
 /**
  * @brief Settings of one induct_train() call. Size-prefixed: set
@@ -2358,39 +1346,873 @@ INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset
                             void *user_data);
 /** @} */
 
-/* ---- hardening: resource limits (issue 7) ------------------------------ */
-
-/** @addtogroup model
+/* ------------------------------------------------------------------------ */
+/** @defgroup analysis Analyses
+ *  The measurements of the ICL paper and the Framework, per head, with the
+ *  definitions of docs/analysis.md (which states every choice we made where the
+ *  papers leave a detail open). Shapes are row-major; head tables are
+ *  `[n_layers][n_heads]`. Losses are in nats (natural log).
+ *
+ *  Functions that run the model honour the head ablations in force (see
+ *  induct_model_ablate_head()); functions that read only weights
+ *  (induct_analysis_copying_eigen(), induct_analysis_composition()) ignore them.
+ *  No analysis changes the weights. Every analysis that runs the model uses its
+ *  workspace: one thread per model at a time, as for induct_model_forward().
  *  @{ */
 
-/**
- * @brief Change the model's memory cap (::induct_model_config::max_bytes), e.g.
- * after induct_model_load(), whose models start without a cap.
- *
- * The cap applies from the next allocation on: a later call whose workspace,
- * token staging or optimizer moments would take induct_model_memory_used() past
- * it fails with ::INDUCT_ELIMIT and allocates nothing. induct_model_get_config()
- * reports the new value.
- * @param model The model.
- * @param max_bytes The cap in bytes; 0 removes it (the fixed limits remain).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ELIMIT if the model
- *         already holds more than a non-zero `max_bytes` (the cap is then unchanged).
- * @since 0.1 Not concurrently with any other use of the same model.
- */
-INDUCT_API int induct_model_set_max_bytes(induct_model *model, uint64_t max_bytes);
+/* ---- evaluation set, ICL score, loss by position, loss vectors ----------- */
 
 /**
- * @brief Bytes the model holds now: parameters and gradients (4 bytes each per
- * parameter), bookkeeping tables, the activation workspace (it grows to the largest
- * `batch × seq_len` used, never with `n_ctx` alone), token staging, and the moments of
- * every optimizer created for it (4 bytes per parameter for SGD, 8 for AdamW). This
- * is the quantity ::induct_model_config::max_bytes caps. Buffers of a single call
- * (the evaluation tokens of an analysis or of induct_train()) count while it runs.
- * @param model The model, or NULL.
- * @return The byte count; 0 for NULL.
- * @since 0.1 Not concurrently with a call that allocates for the same model.
+ * @brief The fixed evaluation set and the indices of the ICL score.
+ *
+ * The evaluation set is batch number `batch_index` of the dataset's `split`, drawn
+ * with batch size `n_seq` and sequence length `seq_len` (so it is the same for
+ * every model and snapshot given the same dataset and config). It is run through
+ * the model `chunk` sequences at a time (this changes only memory use and speed,
+ * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
+ * (induct_eval_config_init() does). Fields are only ever appended.
+ * @since 0.1
  */
-INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
+typedef struct induct_eval_config {
+    size_t size;          /**< `sizeof(induct_eval_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
+    uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
+    uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
+    uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
+                               Default 50. */
+    uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
+                               Default 500. */
+    uint32_t split;       /**< ::INDUCT_SPLIT_TRAIN or ::INDUCT_SPLIT_EVAL.
+                               Default ::INDUCT_SPLIT_EVAL. */
+    uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
+    uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
+                               (induct_analysis_loss_vectors()). Default 0. */
+} induct_eval_config;
+
+/**
+ * @brief Write the defaults into an evaluation config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_eval_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the 0.1
+ *         struct or above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size);
+
+/**
+ * @brief In-context learning score (ICL paper, "Key Concepts" and Appendix "Analyses").
+ *
+ * `icl = mean_b L_b[late − 1] − mean_b L_b[early − 1]` over the evaluation set, where
+ * `L_b[p] = −ln P(t[p+1] | t[0..p])` (nats): the loss of the `late`-th token minus the
+ * loss of the `early`-th token, "the k-th token" being the one predicted from k tokens
+ * of context (defaults 500 and 50 as in the paper). Negative means the model uses
+ * context. A model with all-zero logits scores exactly 0.
+ *
+ * @param model   The model; its ablations in force apply.
+ * @param dataset Source of the evaluation set; its vocabulary must fit the model's.
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param[out] score_out The score in nats (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or score_out; n_seq or chunk
+ *         0; early 0 or early ≥ late; unknown split; dataset vocabulary larger than the
+ *         model's); ::INDUCT_EABI (cfg size); ::INDUCT_ERANGE (seq_len < late + 1: the
+ *         context is too short to hold both indices — never clamped; seq_len > n_ctx;
+ *         or the dataset cannot produce sequences that long); ::INDUCT_ENOMEM;
+ *         ::INDUCT_ENUMERIC; ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ *         On failure `*score_out` is unchanged.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_dataset *dataset,
+                                         const induct_eval_config *cfg, double *score_out);
+
+/**
+ * @brief Loss by position (the "context-index average"), `[seq_len − 1]`:
+ * `out[p] = mean_b L_b[p]` in nats over the evaluation set (ICL paper, Appendix).
+ *
+ * `early` and `late` are not used here except that they must satisfy
+ * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
+ * need not hold them (the curve is defined for any seq_len ≥ 2).
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set; NULL means the defaults.
+ * @param out `[seq_len − 1]` floats, or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to `seq_len − 1` (may be NULL).
+ * @return as induct_analysis_icl_score() except the context-length error;
+ *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
+                                                const induct_dataset *dataset,
+                                                const induct_eval_config *cfg, float *out,
+                                                size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Per-token loss vectors of one snapshot (ICL paper, Appendix "Data Collection").
+ *
+ * (a) `per_seq_out[i] = L_i[pos_i]`: the loss of sequence i at its fixed random
+ * position `pos_i` (see induct_analysis_loss_positions()), a vector of length n_seq;
+ * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
+ * Both come from one pass over the evaluation set. Stack the (a) vectors of many
+ * snapshots and pass them to induct_analysis_pca().
+ * @param model   The model; the ablations in force apply; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
+ * @param per_seq_out `[n_seq]` or NULL (then `per_seq_cap` must be 0).
+ * @param per_seq_cap Capacity of `per_seq_out` in floats.
+ * @param avg_out `[seq_len − 1]` or NULL (then `avg_cap` must be 0).
+ * @param avg_cap Capacity of `avg_out` in floats.
+ * @return as induct_analysis_loss_by_position(); ::INDUCT_EBUFSIZE (a non-NULL buffer is
+ *         too small; the message names the length needed).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_loss_vectors(induct_model *model, const induct_dataset *dataset,
+                                            const induct_eval_config *cfg, float *per_seq_out,
+                                            size_t per_seq_cap, float *avg_out, size_t avg_cap);
+
+/**
+ * @brief The fixed random positions of induct_analysis_loss_vectors(), `[n_seq]`:
+ * `pos_i` is uniform in `[0, seq_len − 2]`, a pure function of (pos_seed, i, seq_len).
+ * @param model Gives n_ctx when `cfg->seq_len` is 0; not modified.
+ * @param cfg   NULL means the defaults.
+ * @param out   `[n_seq]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI; ::INDUCT_ERANGE (seq_len < 2 or
+ *         > n_ctx); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_loss_positions(const induct_model *model,
+                                              const induct_eval_config *cfg, uint32_t *out,
+                                              size_t out_cap, size_t *out_len);
+
+/* ---- attention read-outs on a dataset ------------------------------------ */
+
+/**
+ * @brief Induction score per head, `[n_layers][n_heads]`: the prefix-matching score
+ * (induct_analysis_prefix_matching(), the one induction score of this library) read on
+ * the training data instead of a probe. Kept as a documented alias of that score for
+ * existing callers and metrics logs.
+ *
+ * Same target rule, computed by the same code: a query's target is the position right
+ * after the earlier occurrence of its token. It differs only in where it looks, in the
+ * way the common "induction score" does (docs/definitions.md, "Prefix-matching score"):
+ * the sequences are batch 0 of the dataset's eval split (an RRT dataset with 2 or more
+ * repeats and no BOS; L is each row's block length), only the second copy is scored,
+ * from its second token on (queries t in `[L+1, 2L)`, target `t − L + 1`), and the
+ * attention is averaged over every such query of every sequence (pooled, so longer
+ * blocks weigh more). Range [0, 1].
+ * @param model The model (its workspace is written).
+ * @param dataset An RRT dataset without BOS.
+ * @param n_seq Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not an RRT dataset, n_seq 0);
+ *         errors of induct_model_forward(); ::INDUCT_EBUFSIZE; ::INDUCT_EINTERRUPTED.
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_induction_score(induct_model *model, const induct_dataset *dataset,
+                                               uint32_t n_seq, uint32_t seq_len, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Previous-token score per head, `[n_layers][n_heads]` (ICL paper, Appendix):
+ * `mean_{i=1..T−1} A[i, i−1]`, averaged over the `n_seq` sequences of batch 0 of the
+ * dataset's eval split. Range [0, 1].
+ * @param model The model (its workspace is written).
+ * @param dataset Any dataset whose vocabulary fits the model's.
+ * @param n_seq Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param[out] out `[n_layers][n_heads]` floats, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len `n_layers·n_heads` (set also on ::INDUCT_EBUFSIZE), or NULL.
+ * @return as induct_analysis_induction_score() (any dataset kind).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_previous_token_score(induct_model *model,
+                                                    const induct_dataset *dataset, uint32_t n_seq,
+                                                    uint32_t seq_len, float *out, size_t out_cap,
+                                                    size_t *out_len);
+
+/* ---- probes and head evaluators ----------------------------------------- */
+
+/**
+ * @brief Synthetic probe sequences for the head evaluators (ICL paper, Appendix,
+ * "head activation evaluators"). Size-prefixed; fields are only ever appended.
+ *
+ * Probe sequence b is `[BOS] + r + r + … (n_repeats copies)`, r a block of
+ * `block_len` tokens drawn without replacement from `[token_lo, token_hi)`, from a
+ * random stream that depends only on (seed, b). The copying probe is `[BOS if
+ * copying_bos] + r` (the same block, not repeated).
+ * @since 0.1
+ */
+struct induct_probe_config {
+    size_t size;          /**< `sizeof(induct_probe_config)` as the caller compiled it. */
+    uint32_t n_seq;       /**< Probe sequences, ≥ 1. Default 10. */
+    uint32_t block_len;   /**< Tokens per block, ≥ 1. Default 25. */
+    uint32_t n_repeats;   /**< Copies of the block in the repeated probe, ≥ 2. Default 4. */
+    int32_t bos;          /**< BOS id at position 0, or −1 for none; outside the token
+                               range. Default 0. */
+    uint32_t token_lo;    /**< First id of the token range. Default 1. */
+    uint32_t token_hi;    /**< One past the last id; 0 means d_vocab. Default 0. */
+    uint32_t copying_bos; /**< 1: the copying probe starts with BOS too (the paper omitted
+                               it by mistake). Default 0. */
+    uint32_t reserved0;   /**< Must be 0. */
+    uint64_t seed;        /**< Seed of the probe stream. Default 0. */
+};
+
+/**
+ * @brief Write the defaults into a probe config of `size` bytes (BOS 0, tokens from
+ * `[1, d_vocab)`, 25 tokens × 4 repeats, 10 sequences, seed 0): the ICL paper's probe,
+ * for a model whose training data is not at hand. For a model trained on a dataset,
+ * induct_probe_config_for_dataset() gives the probe with that data's BOS.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_probe_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size);
+
+/**
+ * @brief Write the probe defaults with the BOS and token range of a dataset, so that
+ * the probe looks like the data a model was trained on (the BOS rule: see
+ * induct_dataset_bos()).
+ *
+ * `bos` is the dataset's BOS (−1 for none: no BOS in the probe). The token range is
+ * that of the dataset's ordinary tokens: a repeated-random-token dataset's
+ * `[token_lo, token_hi)`; otherwise `[0, d_vocab of the dataset)` without the BOS
+ * (byte-level text with BOS: `[0, 256)`). The other fields are the defaults of
+ * induct_probe_config_init(). The training driver's probe metrics use this probe unless
+ * ::induct_train_config::probe is set.
+ * @param cfg The struct to fill (not NULL).
+ * @param size `sizeof(induct_probe_config)` as the caller compiled it.
+ * @param dataset The dataset.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_probe_config_for_dataset(induct_probe_config *cfg, size_t size,
+                                               const induct_dataset *dataset);
+
+/**
+ * @brief The probe sequences themselves, `[n_seq][T]`.
+ * @param model Gives d_vocab and n_ctx; not modified.
+ * @param cfg NULL means the defaults.
+ * @param copying 0: the repeated probe, `T = (bos ≥ 0) + block_len·n_repeats`;
+ *                1: the copying probe, `T = copying_bos·(bos ≥ 0) + block_len`.
+ * @param out `[n_seq][T]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in elements.
+ * @param[out] out_len Set to n_seq·T (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model; n_seq, block_len 0; n_repeats < 2;
+ *         empty range, range outside the vocabulary or shorter than block_len; BOS
+ *         inside the range or ≥ d_vocab; reserved0 ≠ 0; copying not 0/1);
+ *         ::INDUCT_EABI; ::INDUCT_ERANGE (T > n_ctx or T < 2); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_analysis_probe_tokens(const induct_model *model,
+                                            const induct_probe_config *cfg, uint32_t copying,
+                                            int32_t *out, size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Prefix-matching score per head, `[n_layers][n_heads]`, range [0, 1]
+ * (ICL paper, Appendix, "head activation evaluators").
+ *
+ * On the repeated probe (block length P): for every query p in repeats 2 … n_repeats
+ * (repeat r, 1-based), its targets are `p − mP + 1` for m = 1 … r − 1, the
+ * positions right after each earlier occurrence of `t[p]`. Score = mean over those
+ * queries of the summed attention on the targets, averaged over the probe
+ * sequences. One-hot attention on a target scores 1; uniform attention scores the
+ * mean of (r − 1)/(p + 1). With 2 repeats this is the common "induction score";
+ * induct_analysis_induction_score() is this score read on a repeated-random-token
+ * dataset instead of the probe.
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return the errors of induct_analysis_probe_tokens() and induct_model_forward();
+ *         ::INDUCT_EBUFSIZE.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_prefix_matching(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Duplicate-token score per head, `[n_layers][n_heads]`, range [0, 1].
+ *
+ * As induct_analysis_prefix_matching() but the targets are the earlier occurrences of
+ * the same token, `p − mP` (m = 1 … r − 1). Uniform attention scores the same
+ * mean of (r − 1)/(p + 1). Our definition (the ICL paper names duplicate-token heads
+ * without giving an evaluator).
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_duplicate_token(induct_model *model,
+                                               const induct_probe_config *cfg, float *out,
+                                               size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Empirical copying score per head, `[n_layers][n_heads]`, range [−1, 1]
+ * (ICL paper, Appendix, "head activation evaluators"; the exact ratio is our reading).
+ *
+ * On the copying probe: for each query p the head's direct contribution to the
+ * logits is `ℓ_p = z_{p,h} W_O[h] W_U` (z includes b_V; with a final LayerNorm, its
+ * linear part at the clean run's frozen scale: centring, ·w / σ_p; b_U and the LN
+ * bias are not part of the head's contribution). `ℓ'_p = ReLU(ℓ_p − mean_v ℓ_p)`.
+ * `r = Σ_p Σ_k A[p,k] ℓ'_p[t_k] / Σ_p Σ_{v ∈ S} ℓ'_p[v]`, S the distinct tokens of
+ * the probe sequence, sums pooled over every query of every probe sequence;
+ * score `2r − 1`. 1 means the head raises only the tokens it attends to, −1 only
+ * other tokens of the sample; a head whose contribution is zero scores 0.
+ * @param model The model; the ablations in force apply; weights are not changed.
+ * @param cfg   Probe; NULL means the defaults.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return as induct_analysis_prefix_matching().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_copying(induct_model *model, const induct_probe_config *cfg,
+                                       float *out, size_t out_cap, size_t *out_len);
+
+/** Head label: none of the classes below. @since 0.1 */
+#define INDUCT_HEAD_OTHER 0u
+/** Head label: previous-token head. @since 0.1 */
+#define INDUCT_HEAD_PREVIOUS_TOKEN 1u
+/** Head label: induction head. @since 0.1 */
+#define INDUCT_HEAD_INDUCTION 2u
+/** Head label: duplicate-token head. @since 0.1 */
+#define INDUCT_HEAD_DUPLICATE 3u
+
+/**
+ * @brief Thresholds of induct_analysis_classify_heads(). Size-prefixed.
+ * @since 0.1
+ */
+typedef struct induct_classify_config {
+    size_t size;           /**< `sizeof(induct_classify_config)` as the caller compiled it. */
+    double previous_token; /**< Previous-token score threshold, (0, 1]. Default 0.4. */
+    double induction;      /**< Prefix-matching score threshold, (0, 1]. Default 0.4. */
+    double duplicate;      /**< Duplicate-token score threshold, (0, 1]. Default 0.4. */
+    double copying;        /**< Copying score an induction head also needs when copying
+                                scores are given, [−1, 1]. Default 0. */
+} induct_classify_config;
+
+/**
+ * @brief Write the defaults into a classify config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_classify_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_classify_config_init(induct_classify_config *cfg, size_t size);
+
+/**
+ * @brief Label each head from its scores (the rule is ours; the ICL paper defines
+ * induction heads as prefix-matching and copying).
+ *
+ * A head is a candidate for a class when its score reaches the class threshold
+ * (induction additionally needs `copying[i] ≥ copying` when `copying` is not NULL).
+ * Among its candidate classes it gets the one with the largest margin `score −
+ * threshold` (ties: induction, then previous-token, then duplicate); with no
+ * candidate it is ::INDUCT_HEAD_OTHER.
+ * @param previous_token `[n]` previous-token scores (induct_analysis_previous_token_score()).
+ * @param prefix_matching `[n]` prefix-matching scores.
+ * @param duplicate `[n]` duplicate-token scores.
+ * @param copying `[n]` copying scores, or NULL.
+ * @param n Heads (normally n_layers·n_heads).
+ * @param cfg NULL means the defaults.
+ * @param labels_out `[n]` `INDUCT_HEAD_*` values, or NULL with `labels_cap` 0 to ask the length.
+ * @param labels_cap Capacity of `labels_out`.
+ * @param[out] out_len Set to n (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL score array, non-finite score, threshold
+ *         out of range); ::INDUCT_EABI; ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_classify_heads(const float *previous_token,
+                                              const float *prefix_matching,
+                                              const float *duplicate, const float *copying,
+                                              size_t n, const induct_classify_config *cfg,
+                                              uint32_t *labels_out, size_t labels_cap,
+                                              size_t *out_len);
+
+/* ---- weight-based scores (OV eigenvalues, composition) ------------------- */
+
+/**
+ * @brief OV-circuit eigenvalue copying score per head, `[n_layers][n_heads]`, range
+ * [−1, 1] (Framework, "Copying / Induction heads", eigenvalue analysis).
+ *
+ * The full OV circuit `W_E W_V[h] W_O[h] W_U` has the same non-zero eigenvalues λ as
+ * the `d_head × d_head` matrix `W_O[h] W_U W_E W_V[h]`; score `Re(Σλ) / Σ|λ|`
+ * (LAPACKE dgeev, double precision). 0 when every λ is 0. Weights only: positions,
+ * biases and LayerNorm are not included; ablations are ignored.
+ * @param model The model; only its weights are read.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (LAPACK did not converge); ::INDUCT_ENOTSUP
+ *         (a build without LAPACK, such as the WebAssembly build).
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_copying_eigen(const induct_model *model, float *out,
+                                             size_t out_cap, size_t *out_len);
+
+/** Composition kind: Q-composition (Framework, "Analyzing a Two-Layer Model"). @since 0.1 */
+#define INDUCT_COMPOSITION_Q 0u
+/** Composition kind: K-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_K 1u
+/** Composition kind: V-composition. @since 0.1 */
+#define INDUCT_COMPOSITION_V 2u
+
+/**
+ * @brief Composition scores, `[n_layers][n_heads][n_layers][n_heads]` indexed
+ * `[l1][h1][l2][h2]` (Framework, "Analyzing a Two-Layer Model").
+ *
+ * TransformerLens row convention: `OV_h = W_V[h] W_O[h]`, `QK_h = W_Q[h] W_K[h]ᵀ`
+ * (d_model × d_model). For head h1 in an earlier layer and h2 in a later one:
+ * Q: `‖OV_h1 QK_h2‖_F / (‖OV_h1‖_F ‖QK_h2‖_F)`; K: the same with `QK_h2ᵀ`;
+ * V: with `OV_h2`. Entries are 0 unless l1 < l2, and 0 when a norm is 0. Raw weights:
+ * LayerNorm gains are not folded in (our choice); ablations are ignored.
+ * Subtract induct_analysis_composition_baseline() for the Framework's baseline-
+ * corrected scores.
+ * @param model The model; only its weights are read.
+ * @param kind ::INDUCT_COMPOSITION_Q, ::INDUCT_COMPOSITION_K or ::INDUCT_COMPOSITION_V.
+ * @param out `[L][H][L][H]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to (n_layers·n_heads)² (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown kind); ::INDUCT_EBUFSIZE;
+ *         ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe (reads the weights only).
+ */
+INDUCT_API int induct_analysis_composition(const induct_model *model, uint32_t kind, float *out,
+                                           size_t out_cap, size_t *out_len);
+
+/**
+ * @brief Random baseline of the composition scores for this model's shapes.
+ *
+ * The mean score of `n_samples` draws in which the four factors (`W_V`, `W_O` of h1
+ * and `W_Q`, `W_K` — or `W_V`, `W_O` — of h2) are independent standard Gaussian
+ * matrices of the model's shapes; Q, K and V composition have the same baseline
+ * (≈ 1/√d_model when d_head ≪ d_model). Deterministic given `seed`.
+ * @param model Gives d_model and d_head; not modified.
+ * @param n_samples Draws, 1 … 100000.
+ * @param seed Seed of the draws.
+ * @param[out] baseline_out The mean score (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, n_samples out of range); ::INDUCT_ENOMEM.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_composition_baseline(const induct_model *model,
+                                                    uint32_t n_samples, uint64_t seed,
+                                                    double *baseline_out);
+
+/* ---- key–value retrieval read-outs --------------------------------------- */
+
+/**
+ * @brief KV accuracy: the fraction of the `n_seq` rows of batch 0 of the dataset's
+ * eval split whose argmax logit at the answer position (`seq_len − 2`) is the
+ * answer token (ties go to the lowest id). The blog post's tables A and B.
+ * Evaluated in chunks, so memory does not grow with `n_seq`.
+ * @param model Any model with `d_vocab ≥` the dataset's and `n_ctx ≥ seq_len`.
+ * @param dataset A dataset from induct_dataset_new_kv().
+ * @param n_seq Number of rows, ≥ 1.
+ * @param seq_len Row length including the answer token.
+ * @param[out] accuracy_out In [0, 1].
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, not a KV dataset, n_seq 0, vocabulary
+ *         larger than the model's); ::INDUCT_ERANGE; errors of induct_model_forward();
+ *         ::INDUCT_EINTERRUPTED (induct_model_interrupt()).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_accuracy(induct_model *model, const induct_dataset *dataset,
+                                           uint32_t n_seq, uint32_t seq_len,
+                                           double *accuracy_out);
+
+/**
+ * @brief Attention from the query (answer position `seq_len − 2`) to the value
+ * position `p + 1`, per head, `[n_layers][n_heads]`, averaged over the `n_seq` rows
+ * of batch 0 of the dataset's eval split. The blog post's table C ("정답 자리를 본 비율",
+ * the share of attention on the answer position);
+ * uniform attention scores `1 / (seq_len − 1)`. Range [0, 1].
+ * @param model,dataset,n_seq,seq_len As induct_analysis_kv_accuracy().
+ * @param out `[n_layers][n_heads]` floats.
+ * @param out_cap Capacity in floats.
+ * @param[out] out_len Set to `n_layers · n_heads` (may be NULL).
+ * @return as induct_analysis_kv_accuracy(); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_analysis_kv_attention(induct_model *model, const induct_dataset *dataset,
+                                            uint32_t n_seq, uint32_t seq_len, float *out,
+                                            size_t out_cap, size_t *out_len);
+
+/* ---- head ablation -------------------------------------------------------- */
+
+/** Ablation mode: the head is not ablated. @since 0.1 */
+#define INDUCT_ABLATE_NONE 0u
+/** Ablation mode: the head's result `z_h W_O[h]` is removed (z_h := 0); `b_O` stays. @since 0.1 */
+#define INDUCT_ABLATE_ZERO 1u
+/** Ablation mode: z_h is replaced by its mean over the reference set of
+ *  induct_model_set_ablation_mean(). @since 0.1 */
+#define INDUCT_ABLATE_MEAN 2u
+/** Flag for induct_analysis_ablation_attribution(): also freeze downstream
+ *  patterns (pattern-preserving ablation). @since 0.1 */
+#define INDUCT_ABLATE_PRESERVE_PATTERNS 0x100u
+
+/** Mean reference: one mean per head, pooled over sequences and positions. @since 0.1 */
+#define INDUCT_MEAN_POOLED 0u
+/** Mean reference: one mean per head and position, over the sequences. @since 0.1 */
+#define INDUCT_MEAN_PER_POSITION 1u
+
+/**
+ * @brief Ablate (or restore) one head for every later forward pass and analysis
+ * (ICL paper, Appendix "Analyses"), until induct_model_clear_ablations().
+ *
+ * After layer `layer`'s attention computes `z` (`[batch][seq][n_heads][d_head]`,
+ * the pattern-weighted values before W_O), head `head`'s slice is replaced: by 0
+ * (::INDUCT_ABLATE_ZERO; the head's result `z_h W_O[h]` leaves the residual
+ * stream, `b_O` stays) or by the stored mean (::INDUCT_ABLATE_MEAN). Any set of
+ * heads may be ablated at once, each with its own mode. Ablation never changes the
+ * weights; once every head is restored (or the ablations are cleared) forward
+ * passes are bit-identical to those before.
+ *
+ * While any head is ablated, induct_model_backward(), induct_train_step() and
+ * induct_train_step_tokens() refuse with ::INDUCT_ESTATE (gradients through an
+ * ablated model are not offered). induct_model_clone() does not copy ablations.
+ *
+ * @param model The model whose forward passes are affected.
+ * @param layer Layer index, 0 … n_layers − 1.
+ * @param head  Head index within the layer, 0 … n_heads − 1.
+ * @param mode ::INDUCT_ABLATE_NONE (restore), ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, unknown mode); ::INDUCT_ERANGE
+ *         (layer ≥ n_layers or head ≥ n_heads: the head does not exist);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_ablate_head(induct_model *model, uint32_t layer, uint32_t head,
+                                        uint32_t mode);
+
+/**
+ * @brief Pattern-preserving ablation on or off (ICL paper, Appendix "Analyses").
+ *
+ * When on and at least one head is ablated, every forward pass first runs the
+ * model without ablations on the same tokens and records the attention patterns;
+ * the ablated pass then uses those clean patterns for every head of every layer
+ * after the earliest layer that has an ablated head (`z = A_clean v`, with `v` from
+ * the ablated residual stream), so only the ablated heads' values propagate.
+ * Patterns read with induct_model_attention() are those in effect. Costs a second
+ * forward pass and `[later layers][batch][n_heads][seq][seq]` floats.
+ * @param model The model.
+ * @param on 1 on, 0 off.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, `on` not 0/1).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_preserve_patterns(induct_model *model, uint32_t on);
+
+/**
+ * @brief Compute the reference means for ::INDUCT_ABLATE_MEAN from a reference set.
+ *
+ * Runs the model without any ablation on `tokens` and stores, for every head,
+ * the mean of z_h (`[d_head]`): pooled over all sequences and positions
+ * (::INDUCT_MEAN_POOLED), or per position over the sequences
+ * (::INDUCT_MEAN_PER_POSITION; inputs longer than `seq_len` are then refused with
+ * ::INDUCT_ERANGE while a head is mean-ablated). Replaces any earlier reference; the
+ * means are kept until the model is freed (clearing ablations keeps them).
+ * @param model The model (run without ablations; weights are not changed).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Sequences in the reference set, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param how ::INDUCT_MEAN_POOLED or ::INDUCT_MEAN_PER_POSITION.
+ * @return as induct_model_forward() for the tokens; ::INDUCT_EINVAL (unknown `how`);
+ *         ::INDUCT_ENOMEM. Nothing is changed on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_set_ablation_mean(induct_model *model, const int32_t *tokens,
+                                              uint32_t batch, uint32_t seq_len, uint32_t how);
+
+/**
+ * @brief Restore every head and turn pattern preservation off. Later forward passes are
+ * bit-identical to those of a model that was never ablated. The mean reference is kept.
+ * @param model The model.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL).
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_model_clear_ablations(induct_model *model);
+
+/**
+ * @brief Read the ablations in force: `modes_out [n_layers][n_heads]` holds
+ * `INDUCT_ABLATE_*` per head.
+ * @param model The model; not modified.
+ * @param modes_out `[n_layers][n_heads]` or NULL with `modes_cap` 0 to ask the length.
+ * @param modes_cap Capacity of `modes_out` in elements.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] preserve_out 1 if pattern preservation is on, else 0 (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_EBUFSIZE.
+ * @since 0.1
+ */
+INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *modes_out,
+                                          size_t modes_cap, size_t *out_len,
+                                          uint32_t *preserve_out);
+
+/**
+ * @brief Ablation attribution (ICL paper, Appendix "Analyses"): `out[l][h] =
+ * icl(with head (l, h) ablated) − icl(without)`, `[n_layers][n_heads]`, nats.
+ *
+ * Positive values mean the head helps in-context learning. "Without" is the model
+ * with the ablations already in force (normally none); head (l, h) is added to them
+ * with `mode`. The evaluation set and indices are those of induct_analysis_icl_score().
+ *
+ * With no ablation in force, the clean forward pass is run once per chunk and, for
+ * each head, the forward pass is resumed after that head's layer from the clean
+ * residual stream plus the head's change `(z'_h − z_h) W_O[h]`; the final LayerNorm and
+ * the unembedding run only at the two positions the score reads. Otherwise each head
+ * costs one pass over the evaluation set with the ablation in force. Both give the same
+ * values up to float rounding (about 1e-5 nats).
+ *
+ * @param model   The model; its ablations are the same afterwards; weights are not changed.
+ * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
+ * @param cfg     Evaluation set and indices; NULL means the defaults.
+ * @param mode ::INDUCT_ABLATE_ZERO or ::INDUCT_ABLATE_MEAN, optionally or-ed with
+ *             ::INDUCT_ABLATE_PRESERVE_PATTERNS.
+ * @param out `[n_layers][n_heads]` or NULL with `out_cap` 0 to ask the length.
+ * @param out_cap Capacity of `out` in floats.
+ * @param[out] out_len Set to n_layers·n_heads (may be NULL).
+ * @param[out] icl_out The ICL score without the extra ablation (may be NULL).
+ * @return as induct_analysis_icl_score(); ::INDUCT_EINVAL (bad mode);
+ *         ::INDUCT_ESTATE (::INDUCT_ABLATE_MEAN without a reference set);
+ *         ::INDUCT_EBUFSIZE. The ablations in force are the same afterwards,
+ *         also on failure.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_ablation_attribution(induct_model *model,
+                                                    const induct_dataset *dataset,
+                                                    const induct_eval_config *cfg, uint32_t mode,
+                                                    float *out, size_t out_cap, size_t *out_len,
+                                                    double *icl_out);
+
+/* ---- trajectories: loss-vector PCA, phase-change window ------------------ */
+
+/**
+ * @brief Principal component analysis of a stack of vectors (ICL paper, Appendix
+ * "Data Collection"), through LAPACKE's SVD (dgesdd, double precision).
+ *
+ * `x [n_rows][n_cols]` (one row per snapshot, e.g. the (a) vectors of
+ * induct_analysis_loss_vectors()) is centred column by column; with the SVD
+ * `X_c = U S Vᵀ`, component i is row i of Vᵀ, signed so that its entry of largest
+ * magnitude is positive (the first such entry on ties); scores are `X_c V_k`
+ * (`U_k S_k`); explained variance is `s_i² / (n_rows − 1)` and the total variance is
+ * the sum over all singular values (so `variance[i] / total` is the explained ratio).
+ * @param x `[n_rows][n_cols]`, finite.
+ * @param n_rows Rows, ≥ 2.
+ * @param n_cols Columns, ≥ 1.
+ * @param n_components k, 1 … min(n_rows, n_cols).
+ * @param scores_out `[n_rows][k]` (not NULL).
+ * @param scores_cap Capacity of `scores_out` in floats.
+ * @param components_out `[k][n_cols]` or NULL (then `components_cap` must be 0).
+ * @param components_cap Capacity of `components_out` in floats.
+ * @param variance_out `[k]` explained variances or NULL (then `variance_cap` must be 0).
+ * @param variance_cap Capacity of `variance_out` in doubles.
+ * @param[out] total_variance_out Total variance, or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL x or scores_out, a non-finite value, too few
+ *         rows or columns); ::INDUCT_ERANGE (n_components out of range);
+ *         ::INDUCT_EBUFSIZE (the message names the length needed); ::INDUCT_ELIMIT;
+ *         ::INDUCT_ENOMEM; ::INDUCT_ERROR (the SVD did not converge); ::INDUCT_ENOTSUP
+ *         (a build without LAPACK, such as the WebAssembly build).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols,
+                                   uint32_t n_components, float *scores_out, size_t scores_cap,
+                                   float *components_out, size_t components_cap,
+                                   double *variance_out, size_t variance_cap,
+                                   double *total_variance_out);
+
+/**
+ * @brief Rule of induct_analysis_phase_window(). Size-prefixed; fields only appended.
+ * @since 0.1
+ */
+typedef struct induct_phase_config {
+    size_t size;        /**< `sizeof(induct_phase_config)` as the caller compiled it. */
+    double lo_frac;     /**< Fraction of the final change that opens the window, (0, 1).
+                             Default 0.1. */
+    double hi_frac;     /**< Fraction that closes it, (lo_frac, 1]. Default 0.9. */
+    double min_change;  /**< |final change| below this (nats) means no phase change, ≥ 0.
+                             Default 0.05. */
+    uint32_t smooth;    /**< Width of the centred moving average, odd, ≥ 1 (1 = none).
+                             Default 1. */
+    uint32_t reserved0; /**< Must be 0. */
+} induct_phase_config;
+
+/**
+ * @brief Write the defaults into a phase config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_phase_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL; ::INDUCT_EABI. @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_phase_config_init(induct_phase_config *cfg, size_t size);
+
+/**
+ * @brief Phase-change window from a series of (step, ICL score) points (ICL paper,
+ * "the phase change"; the rule is ours).
+ *
+ * The scores are smoothed with a centred moving average of width `smooth`
+ * (truncated at the ends); `Δ = s[n−1] − s[0]` is the final change. If `|Δ| <
+ * min_change` there is no window. Otherwise `f_i = (s_i − s_0) / Δ` is the fraction
+ * of the final change reached at point i; the window opens at the first crossing of
+ * `lo_frac` and closes at the first crossing of `hi_frac` at or after it, each
+ * located by linear interpolation between the two points around the crossing.
+ * @param steps `[n]` strictly increasing, finite (training steps, tokens, …).
+ * @param icl `[n]` finite ICL scores.
+ * @param n Points, ≥ 2.
+ * @param cfg NULL means the defaults.
+ * @param[out] start_out Opening step, NaN when no window (not NULL).
+ * @param[out] end_out Closing step, NaN when no window (not NULL).
+ * @param[out] found_out 1 if a window was found, else 0 (may be NULL).
+ * @return ::INDUCT_OK (also when no window is found); ::INDUCT_EINVAL (NULL, n < 2,
+ *         non-finite values, steps not increasing, bad fractions, even or zero
+ *         smooth, reserved0 ≠ 0); ::INDUCT_EABI.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_phase_window(const double *steps, const double *icl, size_t n,
+                                            const induct_phase_config *cfg, double *start_out,
+                                            double *end_out, uint32_t *found_out);
+
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup checkpoint Checkpoints (safetensors)
+ *  Files in the safetensors format with TransformerLens tensor names; the layout,
+ *  the metadata keys and every validation rule are in docs/checkpoint-format.md.
+ *  @{ */
+
+/** Version of the checkpoint layout this library writes and the newest it reads
+ *  (`__metadata__["format_version"]`). A file stating a larger value is refused.
+ *  @since 0.1 */
+#define INDUCT_CHECKPOINT_FORMAT_VERSION 1
+
+/**
+ * @brief Save the model's config and weights as a safetensors file.
+ *
+ * Layout: 8-byte little-endian header length N, N bytes of JSON header (padded with
+ * spaces to a multiple of 8), then the raw little-endian F32 data of every tensor in
+ * storage order (induct_model_tensor_info()), contiguous, without holes. Tensor names
+ * and shapes are TransformerLens' (see induct_model_tensor_info(); the smeared-key α
+ * is `blocks.{l}.attn.smear_alpha [n_heads]`). `__metadata__` holds the config, the
+ * library version and ::INDUCT_CHECKPOINT_FORMAT_VERSION, all as strings.
+ *
+ * The write is atomic: the data go to a temporary file `<path>.tmp.<pid>.<n>` in the
+ * same directory, which is flushed, fsync'ed and renamed over `path` (the directory is
+ * then fsync'ed, best effort). A process killed during the save leaves the previous
+ * file at `path` intact (and may leave the temporary file behind).
+ *
+ * @param model The model (only read).
+ * @param path  Destination file, UTF-8 / native encoding. Its directory must exist.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument, empty path); ::INDUCT_EIO (any
+ *         create, write, flush, sync or rename failure; the message names the file and
+ *         the system error; `path` is untouched); ::INDUCT_ENOMEM.
+ * @since 0.1 Reads the model: one thread per model.
+ */
+INDUCT_API int induct_model_save(const induct_model *model, const char *path);
+
+/**
+ * @brief Load a model (config and weights) from a safetensors file.
+ *
+ * Accepts files written by induct_model_save() and induct_optimizer_save(), and
+ * safetensors files written by other tools (PyTorch, NumPy) that use the TL names.
+ * The config comes from `__metadata__`; keys it lacks are inferred from the tensor
+ * shapes where they tell (docs/checkpoint-format.md lists which). What the tensors
+ * cannot tell is never guessed: without `positional_embedding_type` (`pos_embed.W_pos`
+ * serves standard and shortformer positions alike), without `normalization_type` when
+ * there are no LayerNorm tensors (no LayerNorm, or LayerNorm folded into the weights as
+ * TransformerLens exports by default), and without `act_fn` for a model with an MLP,
+ * the load fails with ::INDUCT_EFORMAT naming each missing choice; such a file loads
+ * with induct_model_load_config(). Validation, each
+ * failure being ::INDUCT_EFORMAT with a message naming the tensor or key: the header
+ * length fits in the file; the header is a JSON object; every entry has a known
+ * dtype, a shape and `data_offsets` whose span equals the shape's byte size; entries
+ * lie inside the data section, do not overlap and leave no holes, and the data
+ * section ends exactly at the end of the file; every tensor the config needs exists
+ * with dtype F32 and exactly its TL shape, and holds finite values; any other tensor
+ * is refused unless its name starts with `optimizer.` (optimizer state, read by
+ * induct_optimizer_load()); a `format_version` above ::INDUCT_CHECKPOINT_FORMAT_VERSION
+ * is refused. Nothing is read past the end of the file, and no buffer larger than the
+ * file's data section is allocated for a model.
+ *
+ * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
+ *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
+ * @since 0.1 Several threads may load at once (each call has its own state; cJSON
+ *        records its last parse error in a global that libinduct never reads).
+ */
+INDUCT_API int induct_model_load(induct_model **out, const char *path);
+
+/**
+ * @brief Load a model from a safetensors file with the configuration given explicitly:
+ * for files whose architecture cannot be told from their tensors (see
+ * induct_model_load(); e.g. a shortformer model, or a model without LayerNorm, saved
+ * by another tool without `__metadata__`).
+ *
+ * The model is `cfg` (every field, including the non-architectural ones such as
+ * `n_threads` and `seed`); the file must hold exactly its tensors (names, F32, TL
+ * shapes, finite values) and any architecture key in its `__metadata__` (n_layers,
+ * d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional_embedding_type,
+ * normalization_type, smeared_keys) must agree with `cfg`. All other validation is
+ * induct_model_load()'s. A TransformerLens export with LayerNorm folded in
+ * (`fold_ln=True`) has no LayerNorm weights but still normalises: no config of this
+ * library runs it; export with `fold_ln=False` (and `fold_value_biases=False`).
+ * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param path The file.
+ * @param cfg The model's configuration (size-prefixed, as for induct_model_new()).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EABI (`cfg->size`);
+ *         ::INDUCT_EIO; ::INDUCT_EFORMAT (as induct_model_load(), a metadata key that
+ *         contradicts `cfg`, a tensor `cfg` does not have or has in another shape, or
+ *         `cfg` invalid for induct_model_new()); ::INDUCT_ENOMEM.
+ * @since 0.1 As induct_model_load().
+ */
+INDUCT_API int induct_model_load_config(induct_model **out, const char *path,
+                                        const induct_model_config *cfg);
+
+/**
+ * @brief Save a complete resume point: the optimizer's model (as induct_model_save())
+ * plus the optimizer state in the same file.
+ *
+ * Extra tensors: `optimizer.m.<name>` (AdamW first moment / SGD momentum buffer) for
+ * every parameter tensor `<name>`, and `optimizer.v.<name>` (AdamW second moment; AdamW
+ * only), F32, same shape as the parameter. Extra metadata: `optimizer` ("adamw" or
+ * "sgd"), `optimizer.step` and every ::induct_opt_param value (doubles printed with 17
+ * significant digits, so they read back bit-identically). Data order needs no state:
+ * batch `k` of a dataset is a pure function of `k`, the step counter.
+ * Written atomically as induct_model_save().
+ *
+ * @param opt  The optimizer (only read); its model's weights are saved with it.
+ * @param path Destination file; its directory must exist.
+ * @return as induct_model_save().
+ * @since 0.1 Reads the optimizer and its model: one thread per model.
+ */
+INDUCT_API int induct_optimizer_save(const induct_optimizer *opt, const char *path);
+
+/**
+ * @brief Create an optimizer for `model` from the optimizer state in a file written by
+ * induct_optimizer_save(): kind, step counter, every parameter and the moments.
+ *
+ * The model's weights are not touched: load them with induct_model_load() from the
+ * same file. Validation as induct_model_load(), plus: the optimizer metadata keys are
+ * present and in range; `optimizer.m.<name>` (and `optimizer.v.<name>` for AdamW)
+ * exist for every parameter tensor of `model`, with dtype F32 and that tensor's shape;
+ * any other `optimizer.` tensor is refused. Tensors without the prefix are validated
+ * as entries (offsets, dtype, size) but not compared with `model`.
+ *
+ * @param[out] out The new optimizer (holding a reference to `model`); NULL on failure.
+ * @param model The model it will update.
+ * @param path The file.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO; ::INDUCT_EFORMAT
+ *         (see above; also a file without optimizer state); ::INDUCT_ENOMEM.
+ * @since 0.1
+ */
+INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model,
+                                     const char *path);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -2506,6 +2328,231 @@ INDUCT_API int induct_generate_config_init(induct_generate_config *cfg, size_t s
 INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
                                      uint32_t prompt_len, const induct_generate_config *cfg,
                                      int32_t *out, size_t out_cap, size_t *out_len);
+/** @} */
+
+/* ======================================================================== */
+/*  EXPERIMENTAL API                                                         */
+/* ======================================================================== */
+/* The declarations below are the newest of the library. They are exported and
+ * covered by the ABI check like the rest (docs/abi-policy.md), but their names and
+ * behaviour may still change before they move up into the stable part; a change that
+ * breaks them is recorded as an ABI break. Build on them knowing that.
+ */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup hooks Hook points and the activation cache (experimental)
+ *
+ * Every forward pass passes named points where an activation can be read or
+ * overwritten, named as in TransformerLens (HookedTransformer). Shapes use B = batch,
+ * T = seq_len (pos or query), K = seq_len (key), H = n_heads, E = d_head,
+ * D = d_model, M = d_mlp; all are float32, row-major, contiguous.
+ *
+ * | point                              | shape          | exists when                |
+ * |------------------------------------|----------------|----------------------------|
+ * | `hook_embed`                       | [B, T, D]      | always (W_E[token])        |
+ * | `hook_pos_embed`                   | [B, T, D]      | standard positions (W_pos[p]) |
+ * | `blocks.{l}.hook_resid_pre`        | [B, T, D]      | always                     |
+ * | `blocks.{l}.ln1.hook_normalized`   | [B, T, D]      | LayerNorm models           |
+ * | `blocks.{l}.attn.hook_q`, `hook_k`, `hook_v` | [B, T, H, E] | always (after the biases) |
+ * | `blocks.{l}.attn.hook_k_smeared`   | [B, T, H, E]   | smeared keys (not in TransformerLens) |
+ * | `blocks.{l}.attn.hook_attn_scores` | [B, H, T, K]   | always, computed when hooked |
+ * | `blocks.{l}.attn.hook_pattern`     | [B, H, T, K]   | always                     |
+ * | `blocks.{l}.attn.hook_z`           | [B, T, H, E]   | always                     |
+ * | `blocks.{l}.attn.hook_result`      | [B, T, H, D]   | always, computed when hooked |
+ * | `blocks.{l}.hook_attn_out`         | [B, T, D]      | always                     |
+ * | `blocks.{l}.hook_resid_mid`        | [B, T, D]      | MLP models                 |
+ * | `blocks.{l}.ln2.hook_normalized`   | [B, T, D]      | MLP models with LayerNorm  |
+ * | `blocks.{l}.mlp.hook_pre`, `hook_post` | [B, T, M]  | MLP models                 |
+ * | `blocks.{l}.hook_resid_post`       | [B, T, D]      | always                     |
+ * | `ln_final.hook_normalized`         | [B, T, D]      | LayerNorm models           |
+ *
+ * Meanings (TransformerLens conventions): `hook_normalized` is the LayerNorm's
+ * `(x − mean) / sqrt(var + 1e-5)` before its gain and bias; `hook_k` is the key
+ * projection and, with smeared keys, `hook_k_smeared` the mixed key
+ * `k'_p = σ(α_h) k_p + (1 − σ(α_h)) k_{p−1}` (`k'_0 = k_0`) that the scores use;
+ * `hook_attn_scores` is `q·k / sqrt(d_head)` with −inf above the diagonal (key > query);
+ * `hook_pattern` its causal softmax (exact zeros above the diagonal); `hook_z` the
+ * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
+ * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
+ * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
+ * Shortformer models add W_pos to the query/key input only: they have no `hook_pos_embed`.
+ *
+ * A hook that writes changes what the rest of the pass computes from that point on.
+ * With no hook installed the pass is the plain forward pass (same bits, same speed);
+ * hooks on the scores or pattern, or that only read, leave every other activation
+ * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
+ * they run before the caller's at the same point. Hooks may also stay in training steps
+ * (induct_train_step_with_hooks(), induct_model_backward_with_hooks()).
+ *  @{ */
+
+/**
+ * @brief A caller's hook: called with the activation at its point during a pass.
+ * @param user The `user` of its ::induct_hook.
+ * @param name The point's name, as given.
+ * @param activation The activation, `shape[0] × … × shape[ndim−1]` floats, valid during
+ *        the call only; may be changed in place (the rest of the pass uses it).
+ * @param shape The activation's dimensions (see the table above).
+ * @param ndim Number of dimensions (3 or 4).
+ * @return 0 to continue; any other value stops the pass, which then fails with
+ *         ::INDUCT_EINTERRUPTED.
+ */
+typedef int (*induct_hook_fn)(void *user, const char *name, float *activation,
+                              const uint32_t *shape, uint32_t ndim);
+
+/** One hook: a point name, the function, its user pointer. @since 0.1 */
+typedef struct induct_hook {
+    const char *name;  /**< A hook point name from the table, e.g. `blocks.1.attn.hook_pattern`. */
+    induct_hook_fn fn; /**< Called when the pass reaches the point. */
+    void *user;        /**< Passed to `fn`. */
+} induct_hook;
+
+/**
+ * @brief Shape of a hook point for a `[batch][seq_len]` input.
+ * @param model The model.
+ * @param name A hook point name (see the table).
+ * @param batch Sequences in the input.
+ * @param seq_len Tokens per sequence.
+ * @param[out] shape_out 4 entries: the dimensions, unused ones 0 (may be NULL).
+ * @param[out] ndim_out 3 or 4 (may be NULL).
+ * @param[out] numel_out The product of the dimensions (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model or name, unknown name);
+ *         ::INDUCT_ERANGE (a layer ≥ n_layers, or a point this model does not have);
+ *         ::INDUCT_ELIMIT (the element count overflows `size_t`).
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_model_hook_shape(const induct_model *model, const char *name,
+                                       uint32_t batch, uint32_t seq_len, uint32_t shape_out[4],
+                                       uint32_t *ndim_out, size_t *numel_out);
+
+/**
+ * @brief Name of the `index`-th hook point of this model, in the order a pass reaches
+ * them (the embeddings, each block's points, `ln_final`), NUL-terminated.
+ * @param model The model.
+ * @param index 0, 1, … until ::INDUCT_ERANGE.
+ * @param[out] out Buffer of `out_cap` bytes, or NULL to ask for the length.
+ * @param out_cap Capacity of `out` in bytes.
+ * @param[out] out_len Bytes needed, the NUL included (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ERANGE (index ≥ the number
+ *         of points); ::INDUCT_EBUFSIZE.
+ * @since 0.1 Thread-safe (reads the model's config only).
+ */
+INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, char *out,
+                                       size_t out_cap, size_t *out_len);
+
+/**
+ * @brief One forward pass with caller hooks that read or overwrite activations.
+ *
+ * Each hook runs when the pass reaches its point (hooks at the same point in list
+ * order, after the ablations in force); what it leaves in the activation is what the
+ * rest of the pass uses. Outputs as induct_model_forward() (one pass over the whole
+ * batch). Examples: zeroing a head's slice of `attn.hook_z` is zero ablation of that
+ * head; writing one run's activation into another's is activation patching (see
+ * docs/hooks.md).
+ *
+ * @param model The model (its workspace is written; the weights are only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
+ * @param logits_cap Capacity of `logits_out` in floats.
+ * @param[out] losses_out `[batch][seq_len−1]` per-token losses in nats, or NULL.
+ * @param losses_cap Capacity of `losses_out` in floats.
+ * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
+ * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
+ *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
+ *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
+ *         nonzero: the outputs are not written). Buffers are checked before the pass.
+ * @since 0.1 Uses the model's workspace: one thread per model; hooks run on the
+ *        calling thread.
+ */
+INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *tokens,
+                                           uint32_t batch, uint32_t seq_len,
+                                           const induct_hook *hooks, size_t n_hooks,
+                                           float *logits_out, size_t logits_cap,
+                                           float *losses_out, size_t losses_cap,
+                                           double *mean_loss_out);
+
+/**
+ * @brief Forward and backward with caller hooks: gradients of the mean per-token loss of
+ * the hooked pass into the model's gradient buffer (as induct_model_backward()).
+ *
+ * A writing hook is a constant overwrite for the backward pass: the entries it changed
+ * (compared bit for bit with what the pass computed) pass no gradient to what they
+ * replaced; entries it left unchanged keep their gradient. So a clamped `hook_pattern`
+ * (Singh et al. 2024, "What needs to go right for an induction head?") trains the rest
+ * of the model around the clamp, and a zeroed `hook_z` slice sends no gradient into its
+ * head. A hook that computes its output from its input (a scaling, say) is treated the
+ * same way: its function is not differentiated. Writing hooks are supported at the
+ * residual stream (`hook_resid_pre`, `hook_resid_mid`, `hook_resid_post`), `attn.hook_q`,
+ * `hook_k`, `hook_v`, `hook_k_smeared`, `hook_pattern`, `hook_z` and `mlp.hook_pre`,
+ * `hook_post`; others are refused with ::INDUCT_ENOTSUP.
+ * @param model The model.
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return as induct_model_run_with_hooks() and induct_model_backward(); ::INDUCT_ENOTSUP
+ *         (a writing hook at a point without gradient support); ::INDUCT_ESTATE (heads
+ *         ablated); ::INDUCT_ENOMEM (the record of what the hooks changed: one byte per
+ *         hooked element).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32_t *tokens,
+                                                uint32_t batch, uint32_t seq_len,
+                                                const induct_hook *hooks, size_t n_hooks,
+                                                double *mean_loss_out);
+
+/**
+ * @brief One forward pass that copies the activations at `n` named points into caller
+ * buffers (a cache, as TransformerLens's run_with_cache).
+ *
+ * `bufs[i]` receives the activation at `names[i]` with the shape of the table
+ * (induct_model_hook_shape()). Copying does not change the pass: logits and every
+ * activation are bit-identical to induct_model_forward() on the same batch. The
+ * ablations in force apply.
+ * @param model The model.
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param names `n` hook point names.
+ * @param bufs `n` buffers.
+ * @param caps `n` capacities in floats.
+ * @param n At most 4096 (0: a plain pass).
+ * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
+ * @param logits_cap Capacity of `logits_out` in floats.
+ * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
+ * @return as induct_model_forward(); ::INDUCT_EINVAL (NULL arrays with n > 0, unknown
+ *         name); ::INDUCT_ERANGE (a point this model does not have); ::INDUCT_EBUFSIZE
+ *         (a NULL or short buffer: checked before the pass, nothing is written).
+ * @since 0.1 Uses the model's workspace: one thread per model.
+ */
+INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *tokens,
+                                           uint32_t batch, uint32_t seq_len,
+                                           const char *const *names, float *const *bufs,
+                                           const size_t *caps, size_t n, float *logits_out,
+                                           size_t logits_cap, double *mean_loss_out);
+
+/**
+ * @brief One training step (as induct_train_step()) with caller hooks in its forward
+ * pass; the backward pass follows what they did (see induct_model_backward_with_hooks()).
+ * @param optimizer The optimizer (and its model).
+ * @param dataset Source of the batch (as induct_train_step()).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
+ * @return as induct_train_step() and induct_model_backward_with_hooks().
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_train_step_with_hooks(induct_optimizer *optimizer,
+                                            const induct_dataset *dataset, uint32_t batch,
+                                            uint32_t seq_len, const induct_hook *hooks,
+                                            size_t n_hooks, double *loss_out);
 /** @} */
 
 #ifdef __cplusplus

@@ -45,7 +45,9 @@ def test_every_registered_function_is_reachable_from_python():
 
 
 def test_every_public_struct_is_mirrored_and_checked():
-    header_structs = set(re.findall(r"typedef struct (induct_\w+) \{", _header()))
+    # "typedef struct induct_x {" or, for a struct declared ahead of its definition
+    # (induct_probe_config), "struct induct_x {"
+    header_structs = set(re.findall(r"^(?:typedef )?struct (induct_\w+) \{", _header(), re.M))
     layout = json.loads(run_helper("INDUCT_LAYOUT"))
     assert header_structs == set(_capi.STRUCTS)
     assert set(layout) == set(_capi.STRUCTS)  # the layout test covers them all
