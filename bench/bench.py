@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""libinduct vs PyTorch: one training step (forward + backward + AdamW), issue 9.
+"""libinduct vs PyTorch: one training step (forward + backward + AdamW).
 
 Not a test. Run from the source tree after building:
 

@@ -76,7 +76,7 @@ static result run(unsigned layers, unsigned steps, unsigned threads, uint64_t se
 
     induct_rrt_config rc;
     induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = V; /* tokens 0..63, L in 8..T/2, filler random: the seed's batch() */
+    rc.d_vocab = V; /* tokens 0..63, L in 8..T/2, filler random: the usual induction-head data */
     rc.seed = seed + 1;
     induct_dataset *d;
     check(induct_dataset_new_rrt(&d, &rc), "dataset");

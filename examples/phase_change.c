@@ -1,5 +1,5 @@
 /* phase-change: the phase change of *In-context Learning and Induction Heads* (Olsson
- * et al. 2022, "ICL paper") on real text, with the paper's controls (issue 8).
+ * et al. 2022, "ICL paper") on real text, with the paper's controls.
  *
  * Trains several attention-only models (by default a 2-layer model, a 1-layer control
  * and a 1-layer smeared-key model) on the same data, in the same order, for the same

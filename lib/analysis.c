@@ -1,4 +1,4 @@
-/* Attention read-outs: seed 003's induction score and the ICL paper's
+/* Attention read-outs: the induction score and the ICL paper's
  * previous-token score, per head. */
 #include <stdlib.h>
 

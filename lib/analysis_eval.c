@@ -1,4 +1,4 @@
-/* analysis (issue 4): the fixed evaluation set, the ICL score (ICL paper, "Key
+/* analysis: the fixed evaluation set, the ICL score (ICL paper, "Key
  * Concepts"), the loss-by-position curve, per-token loss vectors (Appendix "Data
  * Collection") and the phase-change window. */
 #include <math.h>
@@ -61,7 +61,7 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
     INDUCT_FAIL_IF(!induct__mul(c.n_seq, c.seq_len, &n) || (uint64_t)n > ((uint64_t)1 << 34),
                    INDUCT_ELIMIT,
                    "%s: %u sequences of %u tokens are too many", fn, c.n_seq, c.seq_len);
-    /* hardening (issue 7): the set (held while open), the per-position and per-sequence
+    /* resource limits: the set (held while open), the per-position and per-sequence
      * scratch of the callers, and the workspace of one chunk must fit the model's
      * limits before anything is allocated */
     induct__bytes tmp = {0, 0};

@@ -1,4 +1,4 @@
-/* analysis (issue 4): the head activation evaluators on synthetic probes (ICL
+/* analysis: the head activation evaluators on synthetic probes (ICL
  * paper, Appendix): prefix matching, duplicate token, empirical copying; and the
  * head classification. */
 #include <math.h>
@@ -141,7 +141,7 @@ static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t c
     pr->n_seq = c.n_seq;
     size_t n;
     INDUCT_FAIL_IF(!induct__mul(c.n_seq, pr->T, &n), INDUCT_ELIMIT, "%s: size overflow", fn);
-    /* hardening (issue 7): tokens, the caller's per-position scratch and the workspace
+    /* resource limits: tokens, the caller's per-position scratch and the workspace
      * must fit the model's limits before anything is allocated */
     induct__bytes tmp = {0, 0};
     induct__bytes_add(&tmp, n, sizeof(int32_t) + extra_per_position);

@@ -1,4 +1,4 @@
-/* analysis (issue 4): helpers shared by the lib/analysis_*.c files. Private. */
+/* analysis: helpers shared by the lib/analysis_*.c files. Private. */
 #ifndef INDUCT_ANALYSIS_INTERNAL_H
 #define INDUCT_ANALYSIS_INTERNAL_H
 
@@ -41,7 +41,7 @@ typedef struct induct__eval {
     uint32_t n_seq, T, chunk;
     uint32_t e, t; /* loss indices: early - 1, late - 1 */
     uint64_t pos_seed;
-    induct_model *m; /* hardening (issue 7): the tokens count in m's memory while open */
+    induct_model *m; /* resource limits: the tokens count in m's memory while open */
     uint64_t held;
 } induct__eval;
 /* Validate cfg (NULL = defaults) against the model and fetch the tokens. need_icl:

@@ -1,5 +1,5 @@
-/* Key-value retrieval read-outs (seed 002): accuracy at the answer position and the
- * attention from the query to the value position, per head. Batch 0 of the eval
+/* Key-value retrieval read-outs (the blog post's task): accuracy at the answer position
+ * and the attention from the query to the value position, per head. Batch 0 of the eval
  * split, run through the model in the chunks of induct__forward_chunks (the bits of one
  * pass, a workspace that stays small). */
 #include <stdlib.h>
@@ -33,7 +33,7 @@ static int kv_eval_make(induct_model *m, const induct_dataset *d, uint32_t n_seq
     INDUCT_FAIL_IF(!induct__mul(n_seq, T, &n) || !induct__mul(n_seq, INDUCT_KV_INFO_COLS, &ni) ||
                        n > SIZE_MAX / sizeof(int32_t),
                    INDUCT_ELIMIT, "%s: size overflow", fn);
-    /* hardening (issue 7): the rows, their targets and a chunk's workspace must fit the
+    /* resource limits: the rows, their targets and a chunk's workspace must fit the
      * model's limits before anything is allocated */
     induct__bytes tmp = {0, 0};
     induct__bytes_add(&tmp, n, sizeof(int32_t));

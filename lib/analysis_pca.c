@@ -1,4 +1,4 @@
-/* analysis (issue 4): PCA of a stack of per-token loss vectors (ICL paper,
+/* analysis: PCA of a stack of per-token loss vectors (ICL paper,
  * Appendix "Data Collection") through LAPACKE's SVD. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* analysis (issue 4): single-threaded BLAS/LAPACK calls and output-buffer checks
+/* analysis: single-threaded BLAS/LAPACK calls and output-buffer checks
  * shared by the analysis files. */
 #ifndef INDUCT_PORTABLE_GEMM
 #include <cblas.h>

@@ -1,4 +1,4 @@
-/* analysis (issue 4): weight-based scores — the Framework's OV-circuit eigenvalue
+/* analysis: weight-based scores — the Framework's OV-circuit eigenvalue
  * copying score and the Q/K/V composition scores with their random baseline. */
 #include <math.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
     size_t nDV, nDD;
     INDUCT_FAIL_IF(!induct__mul(D, V, &nDV) || !induct__mul(D, D, &nDD), INDUCT_ELIMIT,
                    "%s: size overflow", fn);
-    /* hardening (issue 7): these double copies are checked against the model's limits */
+    /* resource limits: these double copies are checked against the model's limits */
     induct__bytes tmp = {0, 0};
     induct__bytes_add(&tmp, nDV, 2 * sizeof(double));
     induct__bytes_add(&tmp, nDD, sizeof(double));
@@ -123,7 +123,7 @@ static int heads_alloc(const induct_model *m, heads_f *f, size_t n, size_t D, si
     size_t big, small;
     INDUCT_FAIL_IF(!induct__mul(n, D * dh, &big) || !induct__mul(n, dh * dh, &small), INDUCT_ELIMIT,
                    "composition: size overflow");
-    /* hardening (issue 7): the double copies and Gram matrices (plus the caller's 3 dh^2
+    /* resource limits: the double copies and Gram matrices (plus the caller's 3 dh^2
      * scratch) are checked against the model's limits */
     induct__bytes tmp = {0, 0};
     induct__bytes_add(&tmp, big, 4 * sizeof(double));

@@ -120,7 +120,7 @@ static void rrt_sequence(const induct_rrt_config *c, uint32_t lo, uint32_t hi, u
     uint32_t off = 0;
     uint64_t range = (uint64_t)c->token_hi - c->token_lo;
     if (c->bos >= 0) x[off++] = c->bos;
-    /* filler over the whole body first (the seed's construction: copies overwrite it) */
+    /* filler over the whole body first (the usual construction: the copies overwrite it) */
     for (uint32_t t = off; t < T; t++) x[t] = (int32_t)(c->token_lo + induct__rng_below(r, range));
     uint32_t L = lo + (uint32_t)induct__rng_below(r, (uint64_t)(hi - lo) + 1);
     if (c->distinct_block) {

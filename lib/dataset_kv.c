@@ -1,4 +1,4 @@
-/* Key-value retrieval generator (seed 002) and its exact Bayes-optimal ceiling.
+/* Key-value retrieval generator (the blog post's task) and its exact Bayes-optimal ceiling.
  * Row layout, draw order and the ceiling derivation: include/induct/induct.h
  * (induct_kv_config) and docs/datasets.md. */
 #include <math.h>
@@ -178,7 +178,7 @@ static int kv_ceiling(uint64_t R, uint64_t m, double *out) {
     }
     const double q = 1.0 / (double)R;
     /* cap: R * P(N > cap) < 1e-13 for N ~ Binomial(m, q), the number of occurrences.
-     * The pmf is evaluated where it is needed, from the top down (hardening, issue 7:
+     * The pmf is evaluated where it is needed, from the top down (resource limits:
      * a table of m + 1 doubles was 32 GiB for a seq_len near 2^32). */
 #define PMF_N(i)                                                                           \
     exp(lgamma((double)m + 1) - lgamma((double)(i) + 1) - lgamma((double)(m - (i)) + 1) + \

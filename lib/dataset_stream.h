@@ -59,11 +59,11 @@ uint64_t induct__ppm(double f);
 /* Is unit i (of any count) held out with fraction F ppm? floor((i+1)F/1e6) > floor(iF/1e6). */
 int induct__unit_held_out(uint64_t i, uint64_t F);
 /* Split store 0 by position: blocks of `block` tokens (0 = one cut at the end).
- * hardening (issue 7): `max_bytes` (0 = none) caps the segment tables, whose size is
+ * resource limits: `max_bytes` (0 = none) caps the segment tables, whose size is
  * bounded before they are built (ELIMIT). */
 int induct__stream_split_position(struct induct__stream *s, uint64_t block, uint64_t F,
                                   uint64_t max_bytes);
-/* hardening (issue 7): the most bytes the segment tables of `units` units split into
+/* resource limits: the most bytes the segment tables of `units` units split into
  * contiguous runs take, `held` of them held out (each table grows by doubling). */
 uint64_t induct__split_tables_bound(uint64_t units, uint64_t held);
 /* Check a split config shared by text and token files. */

@@ -47,7 +47,7 @@ static int text_cfg(induct_text_config *c, const induct_text_config *in) {
 typedef struct corpus {
     unsigned char *buf; /* 2 bytes a token */
     uint64_t n, cap;
-    uint64_t max; /* hardening (issue 7): cap on the buffer in bytes (0 = none) */
+    uint64_t max; /* resource limits: cap on the buffer in bytes (0 = none) */
     uint64_t *doc_off; /* start token of each document; doc_off[n_docs] = n */
     size_t n_docs, doc_cap;
 } corpus;
@@ -90,7 +90,7 @@ static int corpus_add(corpus *c, const induct_text_config *cfg, const unsigned c
     INDUCT_TRY(corpus_reserve(c, (uint64_t)n + cfg->bos + (cfg->separator >= 0)));
     if (c->n_docs + 1 >= c->doc_cap) {
         size_t nc = c->doc_cap ? c->doc_cap * 2 : 64;
-        /* hardening (issue 7): the document table counts against max_bytes too */
+        /* resource limits: the document table counts against max_bytes too */
         INDUCT_FAIL_IF(c->max && (nc > (c->max - 2 * c->cap) / sizeof *c->doc_off),
                        INDUCT_ELIMIT, "text corpus: %zu documents exceed max_bytes %llu",
                        c->n_docs + 1, (unsigned long long)c->max);
@@ -121,7 +121,7 @@ static int corpus_finish(induct_dataset **out, corpus *c, const induct_text_conf
     s->n_eval_windows = cfg->n_eval_windows;
     uint64_t F = induct__ppm(cfg->val_fraction);
     int rc = INDUCT_OK;
-    /* hardening (issue 7): what max_bytes leaves after the corpus and its document
+    /* resource limits: what max_bytes leaves after the corpus and its document
      * table, for the segment tables (1 = nothing left: any table is refused) */
     uint64_t used = 2 * c->cap + (uint64_t)c->doc_cap * sizeof *c->doc_off;
     uint64_t room = !cfg->max_bytes ? 0 : cfg->max_bytes > used ? cfg->max_bytes - used : 1;
@@ -176,7 +176,7 @@ INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, 
 /* ---- reading files ------------------------------------------------------------ */
 
 /* Read a regular file whole. `limit` (0 = none): the most bytes it may have, checked
- * from its size before reading and again while reading (hardening, issue 7). */
+ * from its size before reading and again while reading (resource limits). */
 static int read_file(const char *path, unsigned char **data, size_t *n, uint64_t limit) {
     *data = NULL;
     *n = 0;
@@ -345,7 +345,7 @@ INDUCT_API int induct_dataset_new_text_path(induct_dataset **out, const char *pa
     if (S_ISDIR(sb.st_mode)) {
         pathlist l = {0};
         rc = walk(path, "", suffix, &l, 0);
-        /* hardening (issue 7): refuse a tree whose files cannot fit before reading any */
+        /* resource limits: refuse a tree whose files cannot fit before reading any */
         uint64_t total = 0;
         for (size_t i = 0; rc == INDUCT_OK && k.max && i < l.n; i++) {
             char *full = join(path, l.p[i]);

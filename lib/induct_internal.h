@@ -233,7 +233,7 @@ struct induct_model {
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
-    /* hardening (issue 7): bytes held for this model (parameters, gradients, tables,
+    /* resource limits: bytes held for this model (parameters, gradients, tables,
      * workspace, staging, optimizer moments), capped by cfg.max_bytes */
     _Atomic uint64_t mem_held;
 };
@@ -270,7 +270,7 @@ int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, u
 uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
 void induct__model_ref(induct_model *m);
-/* hardening (issue 7), model.c: can the model hold `add` more bytes (after giving
+/* resource limits, model.c: can the model hold `add` more bytes (after giving
  * back `release`) within cfg.max_bytes? ELIMIT naming `what` if not. Allocates and
  * records nothing: call induct__model_held() after the allocation succeeded. */
 int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
@@ -302,8 +302,8 @@ static inline float *induct__ws(const induct_model *m, size_t off) { return m->w
 /* ---- datasets --------------------------------------------------------------- */
 #define INDUCT__DS_RRT 1
 #define INDUCT__DS_TOKENS 2
-#define INDUCT__DS_KV 3     /* datasets (issue 3): key-value retrieval generator */
-#define INDUCT__DS_STREAM 4 /* datasets (issue 3): text and token files (dataset_stream.c) */
+#define INDUCT__DS_KV 3     /* datasets: key-value retrieval generator */
+#define INDUCT__DS_STREAM 4 /* datasets: text and token files (dataset_stream.c) */
 struct induct__stream;
 struct induct_dataset {
     int kind;
@@ -312,15 +312,15 @@ struct induct_dataset {
     induct_rrt_config rrt;
     int32_t *tokens;
     size_t n_tokens;
-    /* datasets (issue 3) */
+    /* datasets */
     induct_kv_config kv;           /* INDUCT__DS_KV, normalised (token_hi resolved) */
     struct induct__stream *stream; /* INDUCT__DS_STREAM */
 };
-/* datasets (issue 3): the batch of a KV dataset (dataset_kv.c); `info` is
+/* datasets: the batch of a KV dataset (dataset_kv.c); `info` is
  * [B][INDUCT_KV_INFO_COLS] or NULL, `meta` [B] or NULL. */
 int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32_t T,
                      int32_t *tokens, int32_t *meta, int32_t *info);
-/* datasets (issue 3): windows of a text / token-file dataset (dataset_stream.c). */
+/* datasets: windows of a text / token-file dataset (dataset_stream.c). */
 int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
                          uint32_t T, int32_t *tokens, int32_t *meta);
 void induct__stream_free(struct induct__stream *s);

@@ -578,7 +578,7 @@ void induct__add_inplace(float *a, const float *b, size_t n, int nt) {
     for (idx i = 0; i < (idx)n; i++) a[i] += b[i];
 }
 
-/* ==== fused kernels (issue 9: performance) ==================================== */
+/* ==== fused kernels (performance) ==================================== */
 
 #include <stdatomic.h>
 

@@ -98,7 +98,7 @@ void induct__add_inplace(float *a, const float *b, size_t n, int nt);
 
 #endif
 
-/* ---- fused kernels (issue 9: performance) ---------------------------------------------
+/* ---- fused kernels (performance) ---------------------------------------------
  * Vectorised with AVX2+FMA when the CPU has them (runtime check), otherwise a scalar path
  * that performs the same operations in the same order (fmaf is correctly rounded), so
  * both paths give bit-identical results. Parallel over (batch, head) pairs only. */

@@ -1,5 +1,5 @@
 /* Locale-independent number <-> text for the JSON and metadata that checkpoints and
- * metrics logs carry (private; issue 5). A host application may have set LC_NUMERIC
+ * metrics logs carry (private). A host application may have set LC_NUMERIC
  * to a locale with a decimal comma; these switch the calling thread to the C locale
  * for the one conversion (POSIX 2008 uselocale), which is thread-safe. */
 #ifndef INDUCT_NUMTEXT_H

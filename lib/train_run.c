@@ -302,7 +302,7 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         INDUCT_TRY(add_heads(r, rec, k ? "copying_score" : "prefix_matching_score"));
     }
     /* kv_accuracy (fraction) and kv_attention_on_answer [n_layers][n_heads]: key-value
-     * retrieval datasets (seed 002), answer position seq_len - 2 of every eval row */
+     * retrieval datasets, answer position seq_len - 2 of every eval row */
     if (want & (INDUCT_TRAIN_METRIC_KV_ACCURACY | INDUCT_TRAIN_METRIC_KV_ATTENTION)) {
         INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_KV, INDUCT_EINVAL,
                        "induct_train: metrics 'kv_accuracy' and 'kv_attention_on_answer' need "
@@ -319,7 +319,8 @@ static int eval_metrics(run *r, cJSON *rec, double *eval_loss) {
         INDUCT_TRY(induct_analysis_kv_attention(m, r->d, E, T, r->heads, r->n_heads_total, &len));
         INDUCT_TRY(add_heads(r, rec, "kv_attention_on_answer"));
     }
-    /* induction_score [n_layers][n_heads]: seed 003's score, RRT datasets without BOS */
+    /* induction_score [n_layers][n_heads]: prefix matching on the data, RRT datasets
+     * without BOS */
     if (want & INDUCT_TRAIN_METRIC_INDUCTION_SCORE) {
         INDUCT_FAIL_IF(r->d->kind != INDUCT__DS_RRT || r->d->rrt.bos >= 0, INDUCT_EINVAL,
                        "induct_train: metric 'induction_score' needs a repeated-random-token "

@@ -1,4 +1,4 @@
-/* Analysis suite (issue 4): closed-form answers on hand-wired models, the exact
+/* Analysis suite: closed-form answers on hand-wired models, the exact
  * effect of ablations, side-effect freedom and bad input. Links only the shared
  * library (public API). Reference values are computed independently here (in
  * double) or follow from the construction; nothing is frozen from a run. */

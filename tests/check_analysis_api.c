@@ -1,4 +1,4 @@
-/* Analysis suite (issue 4), API behaviour: evaluation set and loss vectors, probe
+/* Analysis suite, API behaviour: evaluation set and loss vectors, probe
  * construction, the phase window and head classification on known inputs,
  * analyses that change nothing (weights, each other's results, bit for bit),
  * ablation state rules and bad input. Links only the shared library. */

@@ -1013,7 +1013,7 @@ START_TEST(test_rrt_generator) {
     ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, B, 28, tok, B * T, meta, B));
     induct_dataset_free(d);
 
-    /* the seed's construction: no BOS, 2 repeats, max_block 0 = floor(T / 2) */
+    /* the usual induction-head data: no BOS, 2 repeats, max_block 0 = floor(T / 2) */
     induct_rrt_config_init(&rc, sizeof rc);
     rc.d_vocab = 64;
     rc.seed = 1;

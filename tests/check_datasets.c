@@ -1,4 +1,4 @@
-/* Datasets of issue 3: the key-value retrieval generator and its ceiling, the KV
+/* Datasets: the key-value retrieval generator and its ceiling, the KV
  * read-outs, byte-level text corpora and splits, window edges, token files (every
  * error, round trips, atomic writes) and bounded residency of mapped files.
  * Links only the shared library (public API). Reference values are computed here,
@@ -284,7 +284,7 @@ START_TEST(test_kv_ceiling_exact) {
 }
 END_TEST
 
-/* Monte Carlo on the generator's own rows at the seed's size: guess the token that
+/* Monte Carlo on the generator's own rows at the blog post's size: guess the token that
  * most often follows an allowed earlier occurrence of the query key (ties: lowest id).
  * This guess is Bayes-optimal, so its hit rate estimates the ceiling. */
 START_TEST(test_kv_ceiling_monte_carlo) {

@@ -1,4 +1,4 @@
-/* Fused kernels (issue 9, lib/kernels_attn.inc): the causal-only attention and the
+/* Fused kernels (lib/kernels_attn.inc): the causal-only attention and the
  * log-sum-exp cross-entropy against the straightforward kernels (full T x T GEMMs through
  * CBLAS, libm expf, double sums) on awkward shapes and strides; exact zeros above the
  * diagonal; the SIMD and scalar paths bit-identical; 1, 2 and 3 threads bit-identical;

@@ -1,4 +1,4 @@
-/* Hardening (issue 7): the per-model memory cap (max_bytes) and what it covers,
+/* Resource limits: the per-model memory cap (max_bytes) and what it covers,
  * memory that does not grow with n_ctx, size arithmetic that used to wrap around,
  * the checkpoint header limits, and the bugs the fuzz targets found (each also has a
  * regression input under tests/fuzz/), and the documented errors that no other suite
@@ -612,7 +612,7 @@ START_TEST(test_kv_limits) {
     uint64_t r0 = rss_bytes();
     ck_fails(induct_dataset_kv_ceiling(d, UINT32_MAX, &ceil_), INDUCT_ELIMIT);
     ck_assert_uint_lt(rss_bytes() - r0, 8u << 20);
-    /* ... and the seed's case is unchanged: 24 context tokens, 11 ids */
+    /* ... and the blog post's case is unchanged: 24 context tokens, 11 ids */
     ck_ok(induct_dataset_kv_ceiling(d, 25, &ceil_));
     ck_assert(ceil_ > 0.0 && ceil_ <= 1.0);
     /* KV read-outs hold every row's tokens: checked against the model's cap */

@@ -1,4 +1,4 @@
-"""NumPy references for the analysis suite (issue 4).
+"""NumPy references for the analysis suite.
 
 tests/analysis_dump.c writes random models, inputs and libinduct's results; every
 value is recomputed here independently (full d_model x d_model matrices instead of

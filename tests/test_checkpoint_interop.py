@@ -3,7 +3,7 @@
 libinduct -> Python: a C helper writes a checkpoint, tokens and libinduct's logits; the
 file is read here with NumPy alone (no safetensors package), the model is rebuilt in
 PyTorch from the TransformerLens-named tensors following docs/checkpoint-format.md and
-../shared/DEFINITIONS.md, and its logits must match libinduct's within 1e-4.
+docs/definitions.md, and its logits must match libinduct's within 1e-4.
 
 Python -> libinduct: random TL-named weights are written here as safetensors (own
 NumPy writer), the PyTorch logits are computed, and the helper loads the file into

@@ -1,4 +1,4 @@
-"""phase-change (examples/phase_change.c) and its plot script (issue 8), on tiny runs.
+"""phase-change (examples/phase_change.c) and its plot script, on tiny runs.
 
 The values are checked against independent recomputations from the run's own metrics
 log (window tokens, fractions, the bump rule, the decision rules of the checks), not
@@ -246,7 +246,7 @@ def window_rule_numbers(s, name, recs):
             (w["end_step"] - w["start_step"]) / cfg["steps"])
     mine = [x for x in recs if x["model"] == name]
     # the window and the checks use the band estimator; the single-token score is the
-    # driver's icl_score (DEFINITIONS), which equals the curve's L[499] - L[49]
+    # driver's icl_score (docs/definitions.md), which equals the curve's L[499] - L[49]
     assert m["icl_after"] == pytest.approx(band(mine[-1]["loss_by_position"]), abs=1e-5)
     assert m["icl_token_after"] == pytest.approx(mine[-1]["icl_score"], abs=1e-12)
     lbp = mine[-1]["loss_by_position"]

@@ -4,7 +4,7 @@ For every architecture variant, ``parity_dump`` (C, public API only) writes the
 weights of a tiny 2-layer model, random tokens, the library's logits, per-token
 losses and the gradient of the mean loss with respect to every parameter into
 one safetensors file. This test reads the file with NumPy alone, builds the
-model from the definitions in DEFINITIONS.md ("Architecture conventions",
+model from the definitions in docs/definitions.md ("Architecture and names",
 "Smeared keys") the ordinary PyTorch way, in float64, and compares.
 
 Tolerance: the C library computes in float32, the reference in float64. For
@@ -82,7 +82,7 @@ def read_safetensors(path):
     return meta, tensors
 
 
-# ---- the reference model (DEFINITIONS.md, TransformerLens layout) ----------
+# ---- the reference model (docs/definitions.md, TransformerLens layout) -----
 def expected_shapes(cfg):
     D, H, dh, M = cfg["d_model"], cfg["n_heads"], cfg["d_head"], cfg["d_mlp"]
     V, C = cfg["d_vocab"], cfg["n_ctx"]

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Watch an induction head form, from Python: train a 2-layer attention-only model on
-repeated random tokens (the seed experiment of examples/induction_rrt.c), measure it
+repeated random tokens (the experiment of examples/induction_rrt.c), measure it
 during training from the progress callback, then analyse and plot it, and let it complete
 a repeated sequence (Model.generate).
 

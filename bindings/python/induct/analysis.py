@@ -381,7 +381,7 @@ class ModelAnalysis:
         call("induct_analysis_composition_baseline", self, n_samples, seed, out)
         return out.value
 
-    # ---- key-value retrieval (seed 002) ----
+    # ---- key-value retrieval ----
     def kv_accuracy(self, dataset, n_seq=256, seq_len=25):
         """Fraction of the n_seq rows of batch 0 of a KV dataset's eval split whose argmax
         logit at the answer position is the answer token (compare Dataset.kv_ceiling)."""

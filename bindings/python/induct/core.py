@@ -299,7 +299,7 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
 
     def induction_score(self, dataset, n_seq=256, seq_len=64):
-        """Seed 003's induction score per head, [n_layers, n_heads]."""
+        """Induction score per head (the prefix-matching score on the data), [n_layers, n_heads]."""
         return self._head_scores("induct_analysis_induction_score", dataset, n_seq, seq_len)
 
     def previous_token_score(self, dataset, n_seq=256, seq_len=64):
@@ -339,7 +339,7 @@ class Dataset(_Handle):
 
     @classmethod
     def kv(cls, **config):
-        """Key-value retrieval (seed 002): each row is a context whose last token repeats
+        """Key-value retrieval: each row is a context whose last token repeats
         the key at a random position p, followed by the value that came after it there;
         keywords are induct_kv_config fields (d_vocab, token_lo, token_hi, pair_min,
         pair_max (-1 = as late as fits), unique_key, all_positions, seed).

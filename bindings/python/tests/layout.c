@@ -46,7 +46,7 @@ int main(void) {
     F(size); F(events); F(reserved0); F(step); F(steps); F(loss); F(lr); F(tokens_per_second);
     F(elapsed_seconds); F(eta_seconds); F(eval_loss); F(snapshot_path);
 #undef S
-    /* analysis suite (issue 4) */
+    /* analysis suite */
 #define S induct_eval_config
     BEGIN();
     F(size); F(n_seq); F(seq_len); F(chunk); F(early); F(late); F(split); F(batch_index);
@@ -65,7 +65,7 @@ int main(void) {
     BEGIN();
     F(size); F(previous_token); F(induction); F(duplicate); F(copying);
 #undef S
-    /* datasets (issue 3) */
+    /* datasets */
 #define S induct_kv_config
     BEGIN();
     F(size); F(d_vocab); F(token_lo); F(token_hi); F(pair_min); F(pair_max); F(unique_key);

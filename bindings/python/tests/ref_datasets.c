@@ -1,4 +1,4 @@
-/* Reference run for the bindings' dataset tests (issue 3): builds a KV dataset, a text
+/* Reference run for the bindings' dataset tests: builds a KV dataset, a text
  * dataset over a directory and a token-file dataset over a file this program writes,
  * and prints batches, targets, counts and KV analyses ("<name> <values...>", floats as
  * exact hex). Usage: induct-ref-datasets TEXT_DIR TOKEN_FILE_OUT. Public API only. */
@@ -36,7 +36,7 @@ int main(int argc, char **argv) {
     uint64_t n;
     double v;
 
-    /* key-value retrieval: the seed's shape (24 context tokens + answer, 64 ids) */
+    /* key-value retrieval: the blog post's shape (24 context tokens + answer, 64 ids) */
     induct_kv_config kc;
     induct_kv_config_init(&kc, sizeof kc);
     kc.seed = 3;

@@ -230,7 +230,7 @@ def test_unknown_metric_and_missing_file(tmp_path):
 
 
 def test_memory_cap():
-    """max_bytes (hardening, issue 7): a config beyond the cap is refused, the cap can
+    """max_bytes (resource limits): a config beyond the cap is refused, the cap can
     be changed later, and memory_used reports what the model holds."""
     with pytest.raises(induct.InductError) as e:
         induct.Model(n_layers=1, d_model=8, n_heads=2, n_ctx=1 << 20, d_vocab=11,

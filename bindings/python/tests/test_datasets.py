@@ -1,4 +1,4 @@
-"""Datasets of issue 3 through the bindings: bit-identity with the C reference program
+"""Datasets through the bindings: bit-identity with the C reference program
 (ref_datasets.c), the documented structure of KV rows and text windows, token files
 both ways, and every exception path of the new functions."""
 import json

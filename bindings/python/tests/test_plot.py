@@ -97,7 +97,8 @@ def test_phase_change_depends_on_data_and_shades_the_window(tmp_path):
     assert w1 == 700 and h1 < 400
     _, _, d8 = png_info(induct.plot.phase_change(_records(heads=(2, 4)), tmp_path / "h.png"))
     assert d8 != da
-    # the seed's induction score stands in for prefix matching when that is absent
+    # the induction score (prefix matching on the data) stands in when prefix matching
+    # is absent
     seed_log = [{"step": r["step"], "train_loss": r["eval_loss"],
                  "induction_score": r["prefix_matching_score"]} for r in _records()]
     w2, h2, _ = png_info(induct.plot.phase_change(seed_log, tmp_path / "s.png"))

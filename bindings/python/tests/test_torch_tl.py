@@ -2,7 +2,7 @@
 
 The reference below is written from the TransformerLens conventions (module names,
 parameter shapes, row-vector `x @ W`, einsum per head, gelu_new) and the definitions of
-/work/shared/DEFINITIONS.md (shortformer positions, smeared keys), independently of the
+docs/definitions.md (shortformer positions, smeared keys), independently of the
 C code. load_state_dict(strict=True) checks that every name and shape matches; the
 logits of the two implementations must then agree.
 
