@@ -1,8 +1,9 @@
-/* Attention read-outs: the induction score and the ICL paper's
- * previous-token score, per head. */
+/* Attention read-outs on a dataset: the induction score (the prefix-matching score of
+ * analysis_heads.c read on repeated random tokens) and the ICL paper's previous-token
+ * score, per head. */
 #include <stdlib.h>
 
-#include "induct_internal.h"
+#include "analysis_internal.h"
 
 /* Batch 0 of the eval split: tokens and metadata (caller frees *tok and *meta). */
 static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, uint32_t T,
@@ -64,11 +65,10 @@ static int induction_chunk(void *user, induct_model *m, uint32_t b0, uint32_t nb
         for (uint32_t h = 0; h < H; h++)
             for (uint32_t b = 0; b < nb; b++) {
                 const float *A = induct__ws(m, m->A[l].att) + ((size_t)b * H + h) * T * T;
-                uint32_t L = (uint32_t)hs->meta[b0 + b];
-                for (uint32_t t = L + 1; t < 2 * L; t++) {
-                    hs->s[l * H + h] += A[(size_t)t * T + (t - L + 1)];
-                    hs->cnt[l * H + h]++;
-                }
+                /* the second copy from its second token on: queries L+1 … 2L−1 */
+                size_t L = (size_t)hs->meta[b0 + b];
+                hs->cnt[l * H + h] +=
+                    induct__repeat_attention(A, T, 0, L, 2, 1, 1, &hs->s[l * H + h]);
             }
     return INDUCT_OK;
 }

@@ -159,6 +159,16 @@ static int probe_run(induct_model *m, const induct_probe_config *cfg, uint32_t c
     return rc;
 }
 
+size_t induct__repeat_attention(const float *A, size_t T, size_t off, size_t P, size_t R,
+                                size_t i_from, size_t shift, double *s) {
+    for (size_t r = 2; r <= R; r++)
+        for (size_t i = i_from; i < P; i++) {
+            size_t p = off + (r - 1) * P + i;
+            for (size_t mm = 1; mm < r; mm++) *s += A[p * T + p - mm * P + shift];
+        }
+    return R >= 2 && P > i_from ? (R - 1) * (P - i_from) : 0;
+}
+
 /* Summed attention of every query in repeats 2..R on the targets p - mP + shift. */
 static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_t shift, float *out,
                         size_t out_cap, size_t *out_len, const char *fn) {
@@ -174,12 +184,7 @@ static int repeat_score(induct_model *m, const induct_probe_config *cfg, uint32_
             for (size_t b = 0; b < pr.n_seq; b++) {
                 const float *A = induct__ws(m, m->A[l].att) + (b * H + h) * T * T;
                 double s = 0.0;
-                for (size_t r = 2; r <= pr.R; r++)
-                    for (size_t i = 0; i < P; i++) {
-                        size_t p = pr.off + (r - 1) * P + i;
-                        for (size_t mm = 1; mm < r; mm++)
-                            s += A[p * T + p - mm * P + shift];
-                    }
+                induct__repeat_attention(A, T, pr.off, P, pr.R, 0, shift, &s);
                 tot += s / (double)nq;
             }
             out[l * H + h] = (float)(tot / pr.n_seq);

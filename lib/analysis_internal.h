@@ -25,6 +25,18 @@ int induct__an_dgeev(size_t n, double *a, double *wr, double *wi);
  * vt [k][n], k = min(m, n). LAPACKE info. */
 int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, double *vt);
 
+/* ---- the prefix-matching score (analysis_heads.c) --------------------------------
+ * One head, one sequence with a repeated block of length P from position `off` on:
+ * adds to *s the attention A[p][p − mP + shift] of every query p = off + (r−1)P + i for
+ * r = 2 … R, i = i_from … P−1, m = 1 … r−1, in that order, and returns the number of
+ * queries. shift 1 is the prefix-matching target (the position after each earlier
+ * occurrence of the query's token; docs/definitions.md, "Prefix-matching score"),
+ * shift 0 the duplicate-token target. The one implementation of that score: the probe
+ * evaluators and induct_analysis_induction_score() (off 0, R 2, i_from 1) call it.
+ * A is [T][T]. */
+size_t induct__repeat_attention(const float *A, size_t T, size_t off, size_t P, size_t R,
+                                size_t i_from, size_t shift, double *s);
+
 /* ---- output buffers -------------------------------------------------------------- */
 /* Check a caller buffer of `need` elements: sets *len, EBUFSIZE with the length. */
 int induct__an_out(const char *fn, const char *shape, size_t need, const void *out, size_t cap,

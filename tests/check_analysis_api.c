@@ -180,6 +180,40 @@ START_TEST(test_probe_tokens) {
 }
 END_TEST
 
+/* The induction score is the prefix-matching score read on the data: for each eval row
+ * with block length L (the dataset's meta), the attention from every query t in
+ * [L+1, 2L) to t - L + 1, pooled over the rows. Recomputed here from the attention
+ * patterns of induct_model_attention(), one row at a time. */
+START_TEST(test_induction_score_definition) {
+    induct_model *m = rand_model(2, 0, 1, INDUCT_POS_STANDARD, 0, 5);
+    induct_dataset *d = rrt(16);
+    enum { B = 7, T = 24, H = 2, NL = 2 };
+    int32_t tok[B * T], meta[B];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, B, T, tok, B * T, meta, B));
+    static float att[NL * H * T * T];
+    double s[NL * H] = {0};
+    size_t cnt = 0, len;
+    for (int b = 0; b < B; b++) {
+        ck_ok(induct_model_attention(m, tok + b * T, T, att, NL * H * T * T, &len));
+        int L = meta[b];
+        ck_assert(L >= 3 && 2 * L <= T);
+        for (int k = 0; k < NL * H; k++)
+            for (int t = L + 1; t < 2 * L; t++)
+                s[k] += att[((size_t)k * T + t) * T + (t - L + 1)];
+        cnt += (size_t)(L - 1);
+    }
+    float out[NL * H];
+    ck_ok(induct_analysis_induction_score(m, d, B, T, out, NL * H, &len));
+    ck_assert_uint_eq(len, NL * H);
+    for (int k = 0; k < NL * H; k++) {
+        ck_assert(s[k] > 0.0);
+        ck_assert_double_eq_tol(out[k], s[k] / (double)cnt, 1e-6);
+    }
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 /* ---- phase window and classification on known inputs ---------------------------------- */
 
 START_TEST(test_phase_window) {
@@ -661,6 +695,7 @@ Suite *analysis_api_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_loss_vectors);
     tcase_add_test(tc, test_probe_tokens);
+    tcase_add_test(tc, test_induction_score_definition);
     tcase_add_test(tc, test_phase_window);
     tcase_add_test(tc, test_classify);
     tcase_add_loop_test(tc, test_no_side_effects, 0, 2);

@@ -299,7 +299,8 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
         return _arrays.shaped(buf, (c["n_layers"], c["n_heads"]))
 
     def induction_score(self, dataset, n_seq=256, seq_len=64):
-        """Induction score per head (the prefix-matching score on the data), [n_layers, n_heads]."""
+        """Induction score per head, [n_layers, n_heads]: the prefix-matching score read on
+        the eval rows of a repeated-random-token dataset (docs/definitions.md)."""
         return self._head_scores("induct_analysis_induction_score", dataset, n_seq, seq_len)
 
     def previous_token_score(self, dataset, n_seq=256, seq_len=64):
