@@ -8,14 +8,12 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 #include "induct_internal.h"
 #include "numtext.h"
@@ -182,89 +180,43 @@ static int build_header(cJSON *root, const st_out *ts, size_t n, char **out, siz
     return INDUCT_OK;
 }
 
-static atomic_uint tmp_counter;
+/* What write_file writes: the length-prefixed header and the tensors' data. */
+typedef struct st_content {
+    const char *header;
+    size_t hlen;
+    const st_out *ts;
+    size_t n;
+} st_content;
+
+static int write_content(FILE *f, void *user) {
+    const st_content *c = user;
+    int le = host_is_le();
+    unsigned char lenb[8];
+    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)c->hlen >> (8 * i));
+    if (fwrite(lenb, 1, 8, f) != 8 || fwrite(c->header, 1, c->hlen, f) != c->hlen) return -1;
+    float chunk[1024];
+    for (size_t i = 0; i < c->n; i++) {
+        const float *p = c->ts[i].data;
+        size_t cnt = c->ts[i].t->numel;
+        if (le) {
+            if (fwrite(p, sizeof(float), cnt, f) != cnt) return -1;
+            continue;
+        }
+        for (size_t j = 0; j < cnt; j += 1024) {
+            size_t k = cnt - j < 1024 ? cnt - j : 1024;
+            memcpy(chunk, p + j, k * sizeof(float));
+            bswap32(chunk, k);
+            if (fwrite(chunk, sizeof(float), k, f) != k) return -1;
+        }
+    }
+    return 0;
+}
 
 /* Write header + tensors to `path` atomically. */
 static int write_file(const char *path, const char *header, size_t hlen, const st_out *ts,
                       size_t n) {
-    char eb[128];
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 64);
-    INDUCT_FAIL_IF(!tmp, INDUCT_ENOMEM, "checkpoint: out of memory");
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, plen + 64, "%s.tmp.%ld.%u", path, (long)getpid(),
-                 atomic_fetch_add(&tmp_counter, 1u));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-        int e = errno;
-        int rc = induct__fail(INDUCT_EIO, "checkpoint '%s': cannot create temporary file '%s': %s",
-                              path, tmp, errstr(e, eb, sizeof eb));
-        free(tmp);
-        return rc;
-    }
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        free(tmp);
-        return induct__fail(INDUCT_EIO, "checkpoint '%s': fdopen: %s", path,
-                            errstr(e, eb, sizeof eb));
-    }
-    int ok = 1, le = host_is_le();
-    unsigned char lenb[8];
-    for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-    ok = fwrite(lenb, 1, 8, f) == 8 && fwrite(header, 1, hlen, f) == hlen;
-    float chunk[1024];
-    for (size_t i = 0; ok && i < n; i++) {
-        const float *p = ts[i].data;
-        size_t cnt = ts[i].t->numel;
-        if (le) {
-            ok = fwrite(p, sizeof(float), cnt, f) == cnt;
-            continue;
-        }
-        for (size_t j = 0; ok && j < cnt; j += 1024) {
-            size_t k = cnt - j < 1024 ? cnt - j : 1024;
-            memcpy(chunk, p + j, k * sizeof(float));
-            bswap32(chunk, k);
-            ok = fwrite(chunk, sizeof(float), k, f) == k;
-        }
-    }
-    int e = ok ? 0 : errno;
-    if (ok && fflush(f) != 0) ok = 0, e = errno;
-    if (ok && fsync(fileno(f)) != 0) ok = 0, e = errno;
-    if (fclose(f) != 0 && ok) ok = 0, e = errno;
-    if (ok && rename(tmp, path) != 0) ok = 0, e = errno;
-    if (!ok) {
-        unlink(tmp);
-        int rc = induct__fail(INDUCT_EIO, "checkpoint '%s': writing failed: %s", path,
-                              errstr(e ? e : EIO, eb, sizeof eb));
-        free(tmp);
-        return rc;
-    }
-    free(tmp);
-    /* Make the rename durable: fsync the directory (best effort; not every file
-     * system supports it). */
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *d = ".";
-        if (slash == dir) d = "/";
-        else if (slash) {
-            *slash = '\0';
-            d = dir;
-        }
-        int dfd = open(d, O_RDONLY | O_CLOEXEC);
-        if (dfd >= 0) {
-            (void)fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-    return INDUCT_OK;
+    st_content c = {header, hlen, ts, n};
+    return induct__write_atomic(path, "checkpoint", write_content, &c);
 }
 
 /* Collect the model's tensors (and optionally the optimizer's) and write them. */

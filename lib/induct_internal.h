@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "induct/induct.h"
 
@@ -32,6 +33,19 @@ int induct__fail(int status, const char *fmt, ...) INDUCT_PRINTF(2, 3);
         int induct_try_rc_ = (expr);                                                       \
         if (induct_try_rc_ < 0) return induct_try_rc_;                                     \
     } while (0)
+
+/* ---- atomic file replacement (atomic_file.c) ----------------------------- */
+/* Writes the content of a file to `f`: 0 on success, non-zero on a write failure with
+ * errno set by the failing call. */
+typedef int (*induct__write_fn)(FILE *f, void *user);
+/* Replace `path` atomically with what `write_fn` writes: a temporary file
+ * `<path>.tmp.<pid>.<n>` in the same directory (mode 0666 less the umask), flushed,
+ * fsync'ed and renamed over `path`, then the directory fsync'ed (best effort). On
+ * failure the temporary file is removed, `path` is untouched and the status is
+ * ::INDUCT_EIO (the message starts with `what` and the path and names the system error)
+ * or ::INDUCT_ENOMEM. The one implementation of atomic writes in the library. */
+int induct__write_atomic(const char *path, const char *what, induct__write_fn write_fn,
+                         void *user);
 
 /* ---- size arithmetic (config.c) ----------------------------------------- */
 /* a*b into *out; false on size_t overflow. */

@@ -2,7 +2,8 @@
 /* Token files: raw little-endian uint16/uint32 (nanoGPT) and llm.c's headered
  * format. Read with pread(2) through small buffers, never mapped, so that the file
  * does not become part of the process's resident memory; validated in one pass when
- * opened; written atomically (temporary file in the same directory, fsync, rename). */
+ * opened; written atomically (induct__write_atomic: a temporary file in the same
+ * directory, fsync, rename). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -223,13 +224,32 @@ INDUCT_API int induct_token_file_read(const char *path, uint32_t format, uint32_
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-static int write_all(int fd, const unsigned char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
+/* What induct_token_file_write writes: the llm.c header if any, then the ids in
+ * little-endian order, `width` bytes each. */
+typedef struct tok_content {
+    uint32_t format;
+    unsigned width;
+    const int32_t *tokens;
+    size_t n;
+} tok_content;
+
+static int write_tokens(FILE *f, void *user) {
+    const tok_content *c = user;
+    if (c->format == INDUCT_TOKFILE_LLMC) {
+        unsigned char h[LLMC_HEADER_BYTES] = {0};
+        int32_t vals[3] = {INDUCT_LLMC_MAGIC, INDUCT_LLMC_VERSION, (int32_t)c->n};
+        for (int k = 0; k < 3; k++)
+            for (int b = 0; b < 4; b++) h[4 * k + b] = (unsigned char)((uint32_t)vals[k] >> (8 * b));
+        if (fwrite(h, 1, sizeof h, f) != sizeof h) return -1;
+    }
+    unsigned char buf[1 << 16];
+    size_t per = sizeof buf / c->width;
+    for (size_t i = 0; i < c->n; i += per) {
+        size_t e = c->n - i < per ? c->n : i + per, o = 0;
+        for (size_t j = i; j < e; j++)
+            for (unsigned b = 0; b < c->width; b++)
+                buf[o++] = (unsigned char)((uint32_t)c->tokens[j] >> (8 * b));
+        if (fwrite(buf, 1, o, f) != o) return -1;
     }
     return 0;
 }
@@ -250,63 +270,6 @@ INDUCT_API int induct_token_file_write(const char *path, uint32_t format, const 
                        "induct_token_file_write: %s: token %zu is %d, which does not fit %s", path,
                        i, tokens[i], format == INDUCT_TOKFILE_U32 ? "uint32 ids 0..INT32_MAX"
                                                                   : "uint16 (0..65535)");
-    unsigned width = format == INDUCT_TOKFILE_U32 ? 4 : 2;
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
-    INDUCT_FAIL_IF(!tmp, INDUCT_ENOMEM, "induct_token_file_write: out of memory");
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return induct__fail(INDUCT_EIO, "%s: cannot create a temporary file: %s", path,
-                            strerror(e));
-    }
-    int rc = fchmod(fd, 0644) == 0 ? INDUCT_OK : -1; /* mkstemp makes 0600 */
-    unsigned char buf[1 << 16];
-    if (format == INDUCT_TOKFILE_LLMC) {
-        unsigned char h[LLMC_HEADER_BYTES] = {0};
-        int32_t vals[3] = {INDUCT_LLMC_MAGIC, INDUCT_LLMC_VERSION, (int32_t)n};
-        for (int k = 0; k < 3; k++)
-            for (int b = 0; b < 4; b++) h[4 * k + b] = (unsigned char)((uint32_t)vals[k] >> (8 * b));
-        if (write_all(fd, h, sizeof h) != 0) rc = -1;
-    }
-    size_t per = sizeof buf / width;
-    for (size_t i = 0; i < n && rc == INDUCT_OK; i += per) {
-        size_t e = n - i < per ? n : i + per, o = 0;
-        for (size_t j = i; j < e; j++)
-            for (unsigned b = 0; b < width; b++)
-                buf[o++] = (unsigned char)((uint32_t)tokens[j] >> (8 * b));
-        if (write_all(fd, buf, o) != 0) rc = -1;
-    }
-    if (rc == INDUCT_OK && fsync(fd) != 0) rc = -1;
-    int e = errno;
-    if (close(fd) != 0 && rc == INDUCT_OK) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc == INDUCT_OK && rename(tmp, path) != 0) {
-        rc = -1;
-        e = errno;
-    }
-    if (rc != INDUCT_OK) {
-        unlink(tmp);
-        free(tmp);
-        return induct__fail(INDUCT_EIO, "%s: write failed: %s", path, strerror(e));
-    }
-    free(tmp);
-    /* Make the rename durable: fsync the directory (best effort). */
-    char *dir = strdup(path);
-    if (dir) {
-        char *slash = strrchr(dir, '/');
-        const char *dn = slash ? (slash == dir ? "/" : (*slash = '\0', dir)) : ".";
-        int dfd = open(dn, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-        free(dir);
-    }
-    return INDUCT_OK;
+    tok_content c = {format, format == INDUCT_TOKFILE_U32 ? 4u : 2u, tokens, n};
+    return induct__write_atomic(path, "induct_token_file_write", write_tokens, &c);
 }
