@@ -1,4 +1,4 @@
-/* Allocation-failure sweep (resource limits): every public call that allocates is
+/* Allocation-failure sweep (hardening): every public call that allocates is
  * run once per allocation it makes, with exactly that allocation failing (the library's
  * objects are linked with -Wl,--wrap=malloc,calloc,realloc,aligned_alloc; allocations
  * inside libc, cJSON and OpenBLAS are not injected). Each injected failure must give
