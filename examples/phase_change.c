@@ -1911,8 +1911,9 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
        "for an ICL fall of 0.15 nats, not the paper's 0.4.\n\n", CHECK_SIGMAS, o->d_model,
        (double)o->steps * o->batch * sh->T / 1e6, induct_dataset_d_vocab(sh->d));
     MD("## Figures\n\n");
-    const char *figs[4] = {"phase_change.png", "attention.png", "ablation.png", "pca.png"};
-    for (int k = 0; k < 4; k++) MD("- %s/%s\n", dir, figs[k]);
+    const char *figs[5] = {"phase_change.png", "attention.png", "ablation.png", "pca.png",
+                           "loss_by_position.png"};
+    for (int k = 0; k < 5; k++) MD("- %s/%s\n", dir, figs[k]);
     MD("\n(drawn by /usr/bin/python3 %s/examples/plot_phase_change.py %s; "
        "scripts/phase-change.sh runs it after the program)\n",
        PHASE_CHANGE_SOURCE_ROOT, dir);
@@ -2372,8 +2373,9 @@ int main(int argc, char **argv) {
     cJSON_AddItemToObject(root, "pca", pca);
     cJSON_AddItemToObject(root, "checks", checks_json(checks));
     cJSON *figs = cJSON_AddArrayToObject(root, "figures");
-    const char *fig_names[4] = {"phase_change.png", "attention.png", "ablation.png", "pca.png"};
-    for (int k = 0; k < 4; k++) cJSON_AddItemToArray(figs, cJSON_CreateString(fig_names[k]));
+    const char *fig_names[5] = {"phase_change.png", "attention.png", "ablation.png", "pca.png",
+                                "loss_by_position.png"};
+    for (int k = 0; k < 5; k++) cJSON_AddItemToArray(figs, cJSON_CreateString(fig_names[k]));
     /* the plot's repeated passage: the first 40 tokens of evaluation window 0, twice */
     {
         int32_t *tok = xcalloc(sh.T, sizeof *tok);

@@ -5,10 +5,10 @@ Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR
                                                       [--tokenizer SPM_MODEL]
 
 Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/<model>/final.safetensors
-and writes four PNG files into RUN_DIR:
+and writes five PNG files into RUN_DIR:
   phase_change.png  ICL score and the largest prefix-matching score of any head against
                     training tokens, every model, detected windows shaded, the paper's
-                    0.15-nats line;
+                    0.15-nats line, the final ICL score of the large evaluation ± 3 standard errors;
   attention.png     attention pattern of the strongest induction head of any model (the
                     2-layer model's best last-layer head when no model has one) on a
                     repeated passage (40 tokens of held-out text, twice), its axes
@@ -17,7 +17,9 @@ and writes four PNG files into RUN_DIR:
                     token file, as scripts/phase-change.sh --bpe leaves it; the last id
                     of the vocabulary is the newline);
   ablation.png      ICL-score change per ablated head (zero and pattern-preserving);
-  pca.png           per-token-loss PCA trajectories of every model.
+  pca.png           per-token-loss PCA trajectories of every model;
+  loss_by_position.png  each model's loss by position at the end of training (the large
+                    evaluation), where the ICL score is read.
 The `induct` package is taken from BUILD_DIR/bindings/python (default: the `build`
 directory next to this script's parent, or $INDUCT_BUILD_DIR), else from the installed one.
 """
@@ -113,13 +115,19 @@ def main():
         if w["found"]:
             for ax in (ax_icl, ax_pm, ax_loss):
                 ax.axvspan(w["start_tokens"], w["end_tokens"], color=color, alpha=0.15, lw=0)
-    ax_icl.axhline(-rules["icl_before_max"], color="0.3", ls="--", lw=1,
-                   label=f"−{rules['icl_before_max']} nats")
+        # the final score of the large evaluation, ± 3 standard errors
+        m = models[name]
+        if m.get("icl_after") is not None and m.get("icl_after_se") is not None:
+            ax_icl.errorbar([tok[-1]], [m["icl_after"]], yerr=[3 * m["icl_after_se"]],
+                            fmt="s", ms=4, capsize=3, color=color)
+    ax_icl.axhline(-rules["icl_fall_min"], color="0.3", ls="--", lw=1,
+                   label=f"−{rules['icl_fall_min']} nats")
     ax_icl.axhline(0.0, color="0.6", lw=0.8)
     ax_icl.set_ylabel("ICL score (nats)")
     ax_icl.set_title(f"ICL score = loss of token {ev['icl_late_token']} − token "
                      f"{ev['icl_early_token']}; solid: each averaged over ±{ev.get('icl_band', 0)} "
-                     "tokens, dotted: single tokens", fontsize="small")
+                     "tokens, dotted: single tokens; squares: final score of the large "
+                     "evaluation ± 3 s.e.", fontsize="small")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
     chance = summary["config"]["evaluation"].get("prefix_matching_chance")
     if chance is not None:
@@ -195,6 +203,35 @@ def main():
                  "in-context learning)")
     fig.tight_layout()
     save(fig, "ablation.png")
+
+    # ---- loss_by_position.png: each model's loss by position at the end of training
+    # (the large evaluation's curve), where the ICL score is read ----
+    fig = Figure(figsize=(8, 4.5))
+    ax = fig.subplots()
+    lg = ev.get("large", {})
+    for i, name in enumerate(order):
+        m = models[name]
+        curve = m.get("loss_by_position_final")
+        if not curve:
+            continue
+        curve = np.asarray([np.nan if v is None else v for v in curve], dtype=float)
+        pos = np.arange(1, curve.size + 1)  # L[p] is the loss of the (p+1)-th token
+        se = m.get("icl_after_se")
+        lab = f"{name}: ICL {m['icl_after']:+.3f}" + (f" ± {se:.3f}" if se is not None else "")
+        ax.plot(pos, curve, color=f"C{i % 10}", lw=1, label=lab + " nats")
+    for k in ("icl_early_token", "icl_late_token"):
+        t = ev[k]
+        w = ev.get("icl_band", 0)
+        ax.axvspan(t - w, t + w, color="0.5", alpha=0.25, lw=0)
+    ax.set_xscale("log")
+    ax.set_xlabel("token index in the context (shaded: the ICL score's bands)")
+    ax.set_ylabel("loss (nats)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(f"Loss by position at the end of training ({lg.get('windows', '?')} held-out "
+                 "windows)", fontsize="medium")
+    fig.tight_layout()
+    save(fig, "loss_by_position.png")
 
     # ---- pca.png: per-token-loss trajectories ----
     pca = summary["pca"]
