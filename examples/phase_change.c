@@ -1303,7 +1303,7 @@ static int analyse(job *j) {
             free(set);
             if (!rc) {
                 *(pp ? &icl_ind_pp : &icl_ind) = v.band;
-                if (!pp) paired_se(clean.g_band, v.g_band, clean.n_groups, &rem_ind, &rem_ind_se);
+                if (!pp) paired_se(v.g_band, clean.g_band, clean.n_groups, &rem_ind, &rem_ind_se);
                 free(v.g_band);
             }
         }
@@ -1314,27 +1314,29 @@ static int analyse(job *j) {
         job_fail(j, rc, "ablation");
         return 1;
     }
-    /* fraction of the ICL score removed: (icl_clean − icl_ablated) / icl_clean, defined
-     * only when icl_clean < 0 (context helps) */
-    const int defined = icl_clean < 0;
+    /* fraction of the ICL score removed: (icl_ablated − icl_clean) / |ICL score|, the
+     * removal a paired difference on the ablation evaluation, the ICL score the model's
+     * final one (the large evaluation: its standard error is 4× smaller than the ablation
+     * evaluation's); defined only when that score is < 0 (context helps) */
+    const double score = j->icl_after;
+    const int defined = score < 0;
     j->icl_clean = icl_clean;
     j->icl_clean_se = clean_se;
-    j->frac_induction = defined && j->n_induction ? (icl_clean - icl_ind) / icl_clean : NAN;
-    j->frac_induction_pp =
-        icl_clean_pp < 0 && j->n_induction ? (icl_clean_pp - icl_ind_pp) / icl_clean_pp : NAN;
+    j->frac_induction = defined && j->n_induction ? (icl_ind - icl_clean) / -score : NAN;
+    j->frac_induction_pp = defined && j->n_induction ? (icl_ind_pp - icl_clean_pp) / -score : NAN;
     /* the largest fraction one non-induction head removes, plainly (its own output and,
      * through later layers' patterns, e.g. a previous-token head's part in an induction
      * circuit) and pattern-preserving (its own output only: the heads that carry ICL) */
     j->max_other_frac = j->max_other_frac_pp = NAN;
     j->max_other_head = j->max_other_head_pp = -1;
-    for (uint32_t i = 0; i < NH; i++) {
+    for (uint32_t i = 0; i < NH && defined; i++) {
         if (labels[i] == INDUCT_HEAD_INDUCTION) continue;
-        double f = -(double)dz[i] / icl_clean, fp = -(double)dpp[i] / icl_clean_pp;
-        if (defined && (j->max_other_head < 0 || f > j->max_other_frac)) {
+        double f = (double)dz[i] / -score, fp = (double)dpp[i] / -score;
+        if (j->max_other_head < 0 || f > j->max_other_frac) {
             j->max_other_frac = f;
             j->max_other_head = (int)i;
         }
-        if (icl_clean_pp < 0 && (j->max_other_head_pp < 0 || fp > j->max_other_frac_pp)) {
+        if (j->max_other_head_pp < 0 || fp > j->max_other_frac_pp) {
             j->max_other_frac_pp = fp;
             j->max_other_head_pp = (int)i;
         }
@@ -1360,9 +1362,11 @@ static int analyse(job *j) {
     add_num(ab, "max_fraction_removed_by_other_head_preserve_patterns", j->max_other_frac_pp);
     add_head_or_null(ab, "max_other_head_preserve_patterns", j->max_other_head_pp, H);
     cJSON_AddStringToObject(ab, "fraction_rule",
-        "(icl_clean - icl_ablated) / icl_clean, defined when icl_clean < 0; 1 = all of the "
-        "ICL score removed, 0 = none, negative = ablation strengthens it; a single head's "
-        "fraction is -delta_icl_zero / icl_clean; every ICL value here is the run's estimator "
+        "(icl_ablated - icl_clean) / -icl_after: the removal on the ablation evaluation "
+        "(paired), over the model's final ICL score (the large evaluation); defined when "
+        "icl_after < 0; 1 = all of the ICL score removed, 0 = none, negative = ablation "
+        "strengthens it; a single head's fraction is delta_icl_zero / -icl_after; every ICL "
+        "value here is the run's estimator "
         "(config.evaluation.icl_band) on the ablation evaluation (config.evaluation."
         "ablation_windows in groups); *_se are standard errors by batch means, of the "
         "paired differences for the deltas and removed_by_induction_heads (nats)");
@@ -1540,9 +1544,10 @@ static const char *RULE_1LS =
     "pass iff a phase-change window is found and it opens earlier than the 2-layer model's "
     "(a 2-layer model without a window in the run counts as opening later)";
 static const char *RULE_ABL =
-    "decided on every model with at least one head classified induction: each must have "
-    "icl_clean < 0, zero-ablating all its induction heads together must remove >= half of "
-    "the ICL score ((icl_clean - icl_ablated) >= 0.5 |icl_clean|, the removal exceeding 3 "
+    "decided on every model with at least one head classified induction: each must have a "
+    "final ICL score icl_after < 0, zero-ablating all its induction heads together must "
+    "remove >= half of it ((icl_ablated - icl_clean) >= 0.5 |icl_after|, the removal a "
+    "paired difference on the ablation evaluation exceeding 3 "
     "standard errors of the paired difference), and no single other head may remove more "
     "than a quarter under pattern-preserving zero ablation (a removal counts only when it "
     "exceeds 3 standard errors); pass iff at least one model has induction heads and every "
@@ -1659,7 +1664,9 @@ static void judge(const cJSON *models, check *c) {
             if (!cJSON_GetArraySize(ind)) continue;
             n_with++;
             const cJSON *ab = cJSON_GetObjectItemCaseSensitive(m, "ablation");
-            double clean = jnum(ab, "icl_clean"), clean_pp = jnum(ab, "icl_clean_preserve_patterns");
+            /* the ICL score: the model's final one (large evaluation); the removals are
+             * paired differences on the ablation evaluation */
+            double clean = jnum(m, "icl_after"), clean_pp = clean;
             double rem = jnum(ab, "removed_by_induction_heads"),
                    rem_se = jnum(ab, "removed_by_induction_heads_se");
             int ok_ind = clean < 0 && rem >= CHECK_ABLATION_MOST * -clean && counts(rem, rem_se);
@@ -1679,7 +1686,7 @@ static void judge(const cJSON *models, check *c) {
                     if (!(cJSON_IsString(x) && !strcmp(x->valuestring, "induction"))) {
                         const cJSON *dr = cJSON_GetArrayItem(cJSON_GetArrayItem(dpp, l), h);
                         const cJSON *sr = cJSON_GetArrayItem(cJSON_GetArrayItem(dse, l), h);
-                        double r = cJSON_IsNumber(dr) ? -dr->valuedouble : NAN;
+                        double r = cJSON_IsNumber(dr) ? dr->valuedouble : NAN;
                         double rs = cJSON_IsNumber(sr) ? sr->valuedouble : NAN;
                         double f = clean_pp < 0 ? r / -clean_pp : NAN;
                         if (isfinite(f) && (!isfinite(worst) || f > worst)) {
@@ -1700,8 +1707,8 @@ static void judge(const cJSON *models, check *c) {
                                                        ? cJSON_GetObjectItemCaseSensitive(m, "name")->valuestring
                                                        : m->string);
             cJSON_AddBoolToObject(mo, "passed", ok);
-            add_num(mo, "icl_clean", clean);
-            add_num(mo, "icl_clean_se", jnum(ab, "icl_clean_se"));
+            add_num(mo, "icl_after", clean);
+            add_num(mo, "icl_after_se", jnum(m, "icl_after_se"));
             cJSON_AddNumberToObject(mo, "n_induction_heads", cJSON_GetArraySize(ind));
             add_num(mo, "removed_by_induction_heads", rem);
             add_num(mo, "removed_by_induction_heads_se", rem_se);
