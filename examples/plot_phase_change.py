@@ -125,7 +125,7 @@ def main():
     ax_icl.axhline(0.0, color="0.6", lw=0.8)
     ax_icl.set_ylabel("ICL score (nats)")
     ax_icl.set_title(f"ICL score = loss of token {ev['icl_late_token']} − token "
-                     f"{ev['icl_early_token']}; solid: each averaged over ±{ev.get('icl_band', 0)} "
+                     f"{ev['icl_early_token']}\nsolid: each averaged over ±{ev.get('icl_band', 0)} "
                      "tokens, dotted: single tokens; squares: final score of the large "
                      "evaluation ± 3 s.e.", fontsize="small")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
