@@ -7,7 +7,7 @@
 # usage: scripts/phase-change.sh [--full] [--corpus kjv|python|PATH] [--bpe N|--bytes]
 #                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
 #   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
-#                    phase-change defaults (3 models, 1200 steps; about 7 min on 2 idle cores)
+#                    phase-change defaults (3 models, 1200 steps; about 8 min on 2 idle cores)
 #   --full           the long run: the 3 models and a smeared-key 2-layer one, 12000 steps
 #                    (49 M tokens per model), evaluation every 250
 #                    steps on 256 windows (about an hour on 2 cores; docs/phase-change.md)
@@ -117,7 +117,7 @@ if [ "$full" = 1 ]; then
     set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --eval-every 250 --snapshots 12 "$@"
     echo "phase-change.sh: the full run: 12000 steps per model, about an hour on 2 cores"
 else
-    echo "phase-change.sh: the default run takes about 7 minutes on 2 idle cores; in 1200 steps the"
+    echo "phase-change.sh: the default run takes about 8 minutes on 2 idle cores; in 1200 steps the"
     echo "  smeared-key model shows the phase change, the plain 2-layer model needs --full"
     echo "  (12000 steps, about an hour) for it"
 fi
