@@ -28,16 +28,7 @@ static const variant VARIANTS[] = {
 #define N_VARIANTS (sizeof VARIANTS / sizeof *VARIANTS)
 
 static induct_model *make(const variant *v) {
-    induct_model_config c;
-    tu_tiny_config(&c);
-    c.d_mlp = v->d_mlp;
-    c.layer_norm = v->layer_norm;
-    c.smeared_keys = v->smeared;
-    c.positional = v->positional;
-    induct_model *m;
-    ck_ok(induct_model_new(&m, &c));
-    tu_randomize(m, 0.5, 7);
-    return m;
+    return tu_variant_model(v->d_mlp, v->layer_norm, v->positional, v->smeared, 7);
 }
 
 static float *floats(size_t n) {

@@ -26,16 +26,7 @@ static const variant VARIANTS[] = {
 #define N_VARIANTS (int)(sizeof VARIANTS / sizeof VARIANTS[0])
 
 static induct_model *make(const variant *v) {
-    induct_model_config c;
-    tu_tiny_config(&c);
-    c.d_mlp = v->d_mlp;
-    c.layer_norm = v->layer_norm;
-    c.positional = v->positional;
-    c.smeared_keys = v->smeared;
-    induct_model *m;
-    ck_ok(induct_model_new(&m, &c));
-    tu_randomize(m, 0.5, 3);
-    return m;
+    return tu_variant_model(v->d_mlp, v->layer_norm, v->positional, v->smeared, 3);
 }
 
 static double loss_of(void *tok, induct_model *m) {

@@ -18,6 +18,20 @@ void tu_tiny_config(induct_model_config *c) {
     c->seed = 7;
 }
 
+induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t positional,
+                               uint32_t smeared_keys, uint64_t seed) {
+    induct_model_config c;
+    tu_tiny_config(&c);
+    c.d_mlp = d_mlp;
+    c.layer_norm = layer_norm;
+    c.positional = positional;
+    c.smeared_keys = smeared_keys;
+    induct_model *m;
+    ck_assert_int_eq(induct_model_new(&m, &c), INDUCT_OK);
+    tu_randomize(m, 0.5, seed);
+    return m;
+}
+
 void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed) {
     uint64_t s = seed * 2654435761u + 1;
     for (size_t i = 0; i < n; i++) t[i] = (int32_t)(lcg(&s) % V);

@@ -19,6 +19,10 @@
 
 /* A tiny config: 2 layers, d_model 8, 2 heads, n_ctx 8, d_vocab 11. */
 void tu_tiny_config(induct_model_config *c);
+/* A tu_tiny_config model with the given architecture variant, its parameters
+ * randomised by tu_randomize(m, 0.5, seed). */
+induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t positional,
+                               uint32_t smeared_keys, uint64_t seed);
 /* Deterministic pseudo-random tokens in [0, V). */
 void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed);
 /* Overwrite every parameter with N(0, std) values (deterministic) so that biases,
