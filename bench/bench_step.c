@@ -2,6 +2,7 @@
  *
  *   bench_step step [--vocab V] [--seq T] [--d-model D] [--heads H] [--layers L]
  *                   [--mlp M] [--layernorm 0|1] [--batch B] [--threads N]
+ *                   [--positional standard|shortformer] [--smeared 0|1]
  *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01) and
  *       serves commands on stdin, one per line, answering one JSON line each:
  *         warm N   N untimed training steps
@@ -116,9 +117,17 @@ static int roof(int argc, char **argv) {
 
 static int step(int argc, char **argv) {
     unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
+    unsigned pos = INDUCT_POS_STANDARD, smeared = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
-        if (!strcmp(argv[i], "--vocab")) V = v;
+        if (!strcmp(argv[i], "--positional")) {
+            if (!strcmp(argv[i + 1], "shortformer")) pos = INDUCT_POS_SHORTFORMER;
+            else if (strcmp(argv[i + 1], "standard")) {
+                fprintf(stderr, "bench_step: --positional standard|shortformer\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--smeared")) smeared = v;
+        else if (!strcmp(argv[i], "--vocab")) V = v;
         else if (!strcmp(argv[i], "--seq")) T = v;
         else if (!strcmp(argv[i], "--d-model")) D = v;
         else if (!strcmp(argv[i], "--heads")) H = v;
@@ -142,7 +151,8 @@ static int step(int argc, char **argv) {
     c.n_ctx = T;
     c.d_vocab = V;
     c.layer_norm = LN;
-    c.positional = INDUCT_POS_STANDARD;
+    c.positional = pos;
+    c.smeared_keys = smeared;
     c.init = INDUCT_INIT_TORCH;
     c.n_threads = threads;
     c.seed = 1;
