@@ -113,6 +113,7 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     ALLOC(m->a_logits, N, V);
     ALLOC(m->a_losses, N, 1);
     ALLOC(m->a_lse, N, 1);
+    ALLOC(m->a_rowmax, N, 1);
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
     /* d(LN output) or d(MLP input): attention-only models without LN need none */
@@ -133,6 +134,15 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
     ALLOC(m->g_alpha, BH, 1);
     ALLOC(m->g_w, D, HD);
+    { /* the unembedding's and the MLP's weight-gradient scratch */
+        size_t a = induct__linear_backward_scratch(N, D, V), b = 0, b2 = 0;
+        if (M) {
+            b = induct__linear_backward_scratch(N, D, M);
+            b2 = induct__linear_backward_scratch(N, M, D);
+        }
+        if (b2 > b) b = b2;
+        ALLOC(m->g_wt, a > b ? a : b, 1); /* SIZE_MAX on overflow: ALLOC fails */
+    }
     if (fold_layer0(m, B, T)) {
         ALLOC(m->f_tab, V + T, 3 * HD);
         ALLOC(m->f_grp, V + T, 3 * HD);
@@ -178,7 +188,7 @@ static void linear_backward_new(induct_model *m, float *dinp, float *dW, float *
                                 size_t K, size_t C) {
     int nt = induct__nt(m);
     induct__gemm(nt, 0, 1, N, K, C, 1.0f, dout, C, Wt, C, 0.0f, dinp, K);
-    induct__linear_backward(NULL, dW, dbias, dout, inp, Wt, N, K, C, nt);
+    induct__linear_backward(NULL, dW, dbias, dout, inp, Wt, N, K, C, W(m->g_wt), nt);
 }
 
 /* Which of Q, K, V read W_pos in layer 0 (standard: all; shortformer: Q and K). */
@@ -626,7 +636,8 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
                             B, T, H, dh, W(m->g_att), nt, (stages))
     int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
     if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
-        ATTN(INDUCT__ATTN_ALL);
+        /* a training pass: nobody reads the pattern above the diagonal */
+        ATTN(INDUCT__ATTN_ALL | (p->grad ? INDUCT__ATTN_NO_TAIL : 0u));
     } else {
         if (h_scores) {
             ATTN(INDUCT__ATTN_SCORES);
@@ -710,8 +721,8 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                                       W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
     induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
-    double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_logits), tokens, B,
-                                          T, V, nt);
+    double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_rowmax),
+                                          W(m->a_logits), tokens, B, T, V, nt);
     double count = (double)B * (T - 1);
     if (p->score_pos) { /* one scored position per row (e.g. key-value retrieval) */
         const float *ls = W(m->a_losses);
@@ -737,8 +748,8 @@ int induct__backward(induct_model *m, const induct__pass *p) {
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
     float scale = (float)(1.0 / ((double)B * (only ? 1 : T - 1)));
-    induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), tokens, B, T, V, scale,
-                              nt);
+    induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), W(m->a_rowmax), tokens,
+                              B, T, V, scale, nt);
     if (only) /* only the scored position has a gradient */
         for (size_t n = 0; n < N; n++)
             if (n % T != only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));

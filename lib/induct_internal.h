@@ -239,12 +239,13 @@ struct induct_model {
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
     size_t a_lse; /* [B*T] sum of exp(logit - row max) per logits row (backward) */
+    size_t a_rowmax; /* [B*T] the row max that sum was taken at (backward) */
     /* layer 0 folded into the embeddings (see fold_layer0 in forward.c), else INDUCT_NONE:
      * f_tab [d_vocab + T][3 H d_head] = W_E W_{Q,K,V} and W_pos W_{Q,K,V};
      * f_grp, same shape: d q, k, v summed per token id and per position */
     size_t f_tab, f_grp;
     /* backward scratch */
-    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w;
+    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w, g_wt;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
     /* resource limits: bytes held for this model (parameters, gradients, tables,

@@ -371,12 +371,43 @@ void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t 
     colsum_blocks(dbias, dout, N, C, ld, nt);
 }
 
+size_t induct__linear_backward_scratch(size_t N, size_t K, size_t C) {
+    size_t r;
+    if (C <= K) return 0;
+    if (N > SIZE_MAX - C || K == SIZE_MAX || N + C > SIZE_MAX / (K + 1)) return SIZE_MAX;
+    r = (N + C) * (K + 1);
+    return r;
+}
+
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
                              const float *inp, const float *W, size_t N, size_t K, size_t C,
-                             int nt) {
+                             float *scratch, int nt) {
     if (dinp) induct__gemm(nt, 0, 1, N, K, C, 1.0f, dout, C, W, C, 1.0f, dinp, K);
-    induct__gemm(nt, 1, 0, K, C, N, 1.0f, inp, K, dout, C, 1.0f, dW, C);
-    if (dbias) induct__colsum(dbias, dout, N, C, C, nt);
+    if (C <= K) {
+        induct__gemm(nt, 1, 0, K, C, N, 1.0f, inp, K, dout, C, 1.0f, dW, C);
+        if (dbias) induct__colsum(dbias, dout, N, C, C, nt);
+        return;
+    }
+    /* More outputs than inputs (the unembedding: d_vocab columns, d_model rows). dW has
+     * only K rows, too few to split between threads at the row multiples that keep the
+     * bits (induct__gemm), and the bias gradient would be one more pass over dout. So
+     * compute [dW^T | dbias] = dout^T [inp | 1]: C rows to split, and the column sums
+     * come out of the same product (a float sum in the BLAS's order, as PyTorch's). */
+    size_t K1 = K + 1;
+    float *xa = scratch, *t = scratch + N * K1;
+    PFOR
+    for (idx n = 0; n < (idx)N; n++) {
+        memcpy(xa + (size_t)n * K1, inp + (size_t)n * K, K * sizeof *xa);
+        xa[(size_t)n * K1 + K] = 1.0f;
+    }
+    induct__gemm(nt, 1, 0, C, K1, N, 1.0f, dout, C, xa, K1, 0.0f, t, K1);
+    PFOR
+    for (idx k = 0; k < (idx)K; k++) {
+        float *row = dW + (size_t)k * C;
+        for (size_t c = 0; c < C; c++) row[c] += t[c * K1 + (size_t)k];
+    }
+    if (dbias)
+        for (size_t c = 0; c < C; c++) dbias[c] += t[c * K1 + K];
 }
 
 static inline float sigmoidf_(float a) { return 1.0f / (1.0f + expf(-a)); }
@@ -1103,7 +1134,7 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
 /* The loss of a row is log(sum) + (max - logit[target]): the two terms are added in this
  * order so that the max cancels exactly in double before the small log(sum) is added
  * (log(sum) + max first would lose log(sum) entirely once |max| is near 1e17). */
-double induct__xent_forward_lse(float *losses, float *sumexp, const float *logits,
+double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
     int simd = induct__simd_active();
     (void)simd;
@@ -1124,6 +1155,7 @@ double induct__xent_forward_lse(float *losses, float *sumexp, const float *logit
             s = sumexp_row_scalar(l, V, mx);
         }
         sumexp[bt] = (float)s;
+        if (rowmax) rowmax[bt] = mx;
         if (p + 1 < T)
             losses[b * (T - 1) + p] = (float)(log(s) + ((double)mx - (double)l[tokens[bt + 1]]));
     }
@@ -1133,8 +1165,8 @@ double induct__xent_forward_lse(float *losses, float *sumexp, const float *logit
 }
 
 void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
-                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
-                               int nt) {
+                               const float *rowmax, const int32_t *tokens, size_t B, size_t T,
+                               size_t V, float scale, int nt) {
     int simd = induct__simd_active();
     (void)simd;
     PFOR
@@ -1152,10 +1184,10 @@ void induct__xent_backward_lse(float *dlogits, const float *logits, const float 
          * -1e10) */
         float mul = (float)((double)scale / (double)sumexp[bt]);
 #ifdef INDUCT_AVX2
-        if (simd) softmax_scaled_avx2(g, l, row_max_avx2(l, V), mul, V);
+        if (simd) softmax_scaled_avx2(g, l, rowmax ? rowmax[bt] : row_max_avx2(l, V), mul, V);
         else
 #endif
-            softmax_scaled_scalar(g, l, row_max_scalar(l, V), mul, V);
+            softmax_scaled_scalar(g, l, rowmax ? rowmax[bt] : row_max_scalar(l, V), mul, V);
         g[tokens[bt + 1]] -= scale;
     }
 }
@@ -1216,10 +1248,34 @@ void induct__fold_gather(float *const out[3], const float *const bias[3], const 
     }
 }
 
+/* Wide matrices (the unembedding's d_vocab columns): blocks of COLSUM_WIDE columns walked
+ * row by row, each row's slice contiguous, into double accumulators in L1. The same
+ * operations per column as colsum32 (rows in order, double, one rounding to float at
+ * the end), so the same bits; 32-column strips of a 2049-wide matrix read two cache
+ * lines per 8 KiB row and ran at a third of the memory bandwidth. */
+#define COLSUM_WIDE 256
+
+static void colsum_wide(float *dbias, const float *x, size_t N, size_t w, size_t ld) {
+    double acc[COLSUM_WIDE] = {0};
+    for (size_t n = 0; n < N; n++, x += ld)
+        for (size_t c = 0; c < w; c++) acc[c] += (double)x[c];
+    for (size_t c = 0; c < w; c++) dbias[c] += (float)acc[c];
+}
+
 static void colsum_blocks(float *dbias, const float *dout, size_t N, size_t C, size_t ld,
                           int nt) {
     int simd = induct__simd_active();
     (void)simd;
+    if (C >= 2 * COLSUM_WIDE) {
+        size_t nw = (C + COLSUM_WIDE - 1) / COLSUM_WIDE;
+        PFOR
+        for (idx blk = 0; blk < (idx)nw; blk++) {
+            size_t c0 = (size_t)blk * COLSUM_WIDE;
+            colsum_wide(dbias + c0, dout + c0, N, C - c0 < COLSUM_WIDE ? C - c0 : COLSUM_WIDE,
+                        ld);
+        }
+        return;
+    }
     size_t nb = (C + 31) / 32;
     PFOR
     for (idx blk = 0; blk < (idx)nb; blk++) {

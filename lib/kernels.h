@@ -54,10 +54,12 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
 /* out[N,C] = inp[N,K] @ W[K,C] + bias[C] (bias may be NULL). */
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt);
-/* dinp[N,K] += dout @ W^T (dinp may be NULL); dW[K,C] += inp^T dout; dbias[C] += colsum. */
+/* dinp[N,K] += dout @ W^T (dinp may be NULL); dW[K,C] += inp^T dout; dbias[C] += colsum.
+ * scratch: induct__linear_backward_scratch(N, K, C) floats (0: may be NULL). */
 void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *dout,
                              const float *inp, const float *W, size_t N, size_t K, size_t C,
-                             int nt);
+                             float *scratch, int nt);
+size_t induct__linear_backward_scratch(size_t N, size_t K, size_t C);
 /* dbias[C] += column sums of dout[N, ld] (first C columns). */
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt);
 
@@ -122,6 +124,10 @@ size_t induct__attn_scratch_floats(size_t T, size_t dh);
 #define INDUCT__ATTN_SOFTMAX 2u
 #define INDUCT__ATTN_MIX 4u
 #define INDUCT__ATTN_ALL 7u
+/* With SOFTMAX: leave each pattern row unwritten past the 8-aligned end of its query
+ * block (the rest of the row above the diagonal). Nothing the backward pass reads:
+ * for training passes that nobody looks at the pattern of. */
+#define INDUCT__ATTN_NO_TAIL 8u
 void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
                                  const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
                                  size_t T, size_t H, size_t dh, float *scratch, int nt,
@@ -136,16 +142,18 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   float *scratch, int nt);
 
 /* Cross-entropy forward that also keeps sumexp[B*T] = sum_v exp(logits[v] - max) of every
- * logits row (rows at p = T-1 included, each in [1, V]) for induct__xent_backward_lse.
- * losses as induct__xent_forward. Both are invariant to adding a constant to every logit
- * of a row, for any finite logits. */
-double induct__xent_forward_lse(float *losses, float *sumexp, const float *logits,
+ * logits row (rows at p = T-1 included, each in [1, V]) and, when rowmax is not NULL,
+ * rowmax[B*T] = that max, for induct__xent_backward_lse. losses as induct__xent_forward.
+ * Both are invariant to adding a constant to every logit of a row, for any finite
+ * logits. */
+double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
 /* dlogits (overwrite) = (exp(logits - max) / sumexp - onehot) * scale for p < T-1, 0 at
- * p = T-1 (the row max recomputed from logits). */
+ * p = T-1; max from rowmax, or recomputed from logits when rowmax is NULL (the same
+ * value: one pass over the logits less). */
 void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
-                               const int32_t *tokens, size_t B, size_t T, size_t V, float scale,
-                               int nt);
+                               const float *rowmax, const int32_t *tokens, size_t B, size_t T,
+                               size_t V, float scale, int nt);
 
 /* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
  * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about

@@ -220,20 +220,24 @@ static double lin_f(void *p) {
     return dot(c->r, c->out, c->N * c->C);
 }
 
+/* K = 4 > C = 3: dW = inp^T dout and column sums; K = 3 < C = 5: the transposed product
+ * [dW^T | dbias] = dout^T [inp | 1] (the unembedding's route) */
 START_TEST(test_linear) {
-    enum { N = 6, K = 4, C = 3 };
-    rng_seed(4);
+    size_t N = 6, K = _i ? 3 : 4, C = _i ? 5 : 3;
+    rng_seed(4 + (uint64_t)_i);
+    float *scratch = malloc((induct__linear_backward_scratch(N, K, C) + 1) * sizeof(float));
+    ck_assert_uint_eq(induct__linear_backward_scratch(N, K, C), _i ? (N + C) * (K + 1) : 0);
     lin_ctx c = {N, K, C, randn(N * K, 0, 1), randn(K * C, 0, 1), randn(C, 0, 1),
                  filled(N * C, 0), randn(N * C, 0, 1)};
     float *g0i = randn(N * K, 0, 1), *g0W = randn(K * C, 0, 1), *g0b = randn(C, 0, 1);
     float *di = copy(g0i, N * K), *dW = copy(g0W, K * C), *db = copy(g0b, C);
-    induct__linear_backward(di, dW, db, c.r, c.inp, c.W, N, K, C, 1);
+    induct__linear_backward(di, dW, db, c.r, c.inp, c.W, N, K, C, scratch, 1);
     fd_check("linear dinp", c.inp, N * K, di, g0i, lin_f, &c);
     fd_check("linear dW", c.W, K * C, dW, g0W, lin_f, &c);
     fd_check("linear dbias", c.bias, C, db, g0b, lin_f, &c);
     /* dinp NULL (first layer) and bias NULL: the rest is unchanged */
     float *dW2 = copy(g0W, K * C);
-    induct__linear_backward(NULL, dW2, NULL, c.r, c.inp, c.W, N, K, C, 1);
+    induct__linear_backward(NULL, dW2, NULL, c.r, c.inp, c.W, N, K, C, scratch, 2);
     ck_assert(memcmp(dW, dW2, K * C * sizeof *dW) == 0);
     float *keep = c.bias;
     c.bias = NULL;
@@ -246,7 +250,7 @@ START_TEST(test_linear) {
         }
     c.bias = keep;
     free(c.inp), free(c.W), free(c.bias), free(c.out), free((float *)c.r);
-    free(g0i), free(g0W), free(g0b), free(di), free(dW), free(db), free(dW2);
+    free(g0i), free(g0W), free(g0b), free(di), free(dW), free(db), free(dW2), free(scratch);
 }
 END_TEST
 
@@ -529,7 +533,7 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_add_pos);
     tcase_add_test(tc, test_layernorm);
-    tcase_add_test(tc, test_linear);
+    tcase_add_loop_test(tc, test_linear, 0, 2);
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_smear);
     tcase_add_test(tc, test_attention);
