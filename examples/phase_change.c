@@ -491,6 +491,8 @@ typedef struct shared {
     job *jobs;
     size_t n_jobs;
     size_t next;               /* next job to start (under mu) */
+    uint32_t spare;            /* threads of workers that ran out of jobs (under mu): the
+                                * next running job to report progress takes them */
     cli_progress bar;          /* the progress line (cli.c) */
 } shared;
 
@@ -514,6 +516,7 @@ struct job {
     /* progress (under sh->mu) */
     uint64_t step;
     int started, finished;
+    uint32_t threads;          /* this model's thread count now */
     double last_eval_loss, last_icl, tok_s;
     /* per-evaluation data from the callback */
     size_t n_ev, cap_ev;
@@ -755,6 +758,10 @@ static int on_progress(const induct_progress *p, void *ud) {
         j->n_ev++;
     }
     pthread_mutex_lock(&sh->mu);
+    /* cores another worker left idle (it ran out of models) go to this model: the
+     * results do not depend on the thread count, only the time does */
+    uint32_t take = sh->spare;
+    sh->spare = 0;
     j->step = p->step;
     j->tok_s = p->tokens_per_second;
     if (p->events & INDUCT_TRAIN_EVENT_EVAL) {
@@ -771,6 +778,8 @@ static int on_progress(const induct_progress *p, void *ud) {
     }
     if (sh->tty) draw_progress(sh, (p->events & INDUCT_TRAIN_EVENT_DONE) != 0);
     pthread_mutex_unlock(&sh->mu);
+    if (take && induct_model_set_threads(j->m, j->threads + take) == INDUCT_OK)
+        j->threads += take;
     return g_stop ? 1 : 0;
 }
 
@@ -1015,6 +1024,7 @@ static int analyse(job *j) {
     cJSON_AddNumberToObject(ms, "n_params", (double)induct_model_n_params(j->m));
     add_num(ms, "wall_seconds", j->wall);
     add_num(ms, "tokens_per_second", j->tokens_per_second);
+    add_num(ms, "threads_at_end", j->threads); /* more once other models ended */
     add_num(ms, "final_eval_loss", s->loss[s->n - 1]);
 
     /* ---- phase-change window on (step, ICL score) ---- */
@@ -1398,6 +1408,7 @@ static void run_job(job *j) {
         job_fail(j, rc, "creating the model");
         return;
     }
+    j->threads = o->threads;
     j->avg_buf = xcalloc(sh->T, sizeof(float));
     char *metrics = j->log_path = path_join(j->dir, "metrics.jsonl");
     j->log_off = 0;
@@ -1452,6 +1463,7 @@ static void *worker(void *arg) {
     for (;;) {
         pthread_mutex_lock(&sh->mu);
         size_t k = sh->next < sh->n_jobs ? sh->next++ : sh->n_jobs;
+        if (k >= sh->n_jobs) sh->spare += sh->o->threads; /* this worker's cores are free */
         pthread_mutex_unlock(&sh->mu);
         if (k >= sh->n_jobs || g_stop) break;
         run_job(&sh->jobs[k]);

@@ -82,6 +82,13 @@ def test_jobs_do_not_change_results(runs):
         a = open(os.path.join(d1, name, "final.safetensors"), "rb").read()
         b = open(os.path.join(d2, name, "final.safetensors"), "rb").read()
         assert a == b, name
+    # with 2 workers, a worker that runs out of models gives its core to a model still
+    # training (whether one still is depends on timing; the bits must not: the weights
+    # above are equal either way, and the 1-worker run never has a spare core)
+    for jobs, (d, _) in runs.items():
+        s = json.load(open(os.path.join(d, "summary.json")))
+        threads = [m["threads_at_end"] for m in s["models"].values()]
+        assert set(threads) <= ({1} if jobs == 1 else {1, 2}), (jobs, threads)
 
 
 def test_same_training_without_the_program(runs, corpus, tmp_path):
