@@ -3,10 +3,13 @@
 
 Not a test. Run from the source tree after building:
 
-    /usr/bin/python3 bench/bench.py --build build            # full run (about 25 min)
-    /usr/bin/python3 bench/bench.py --build build --quick    # a, b, c only, short (2-3 min)
+    /usr/bin/python3 bench/bench.py --build build             # full run, a-f (~15 min)
+    /usr/bin/python3 bench/bench.py --build build --quick     # a, b, c only, short (2-3 min)
+    /usr/bin/python3 bench/bench.py --build build --configs e,e1,e32,f  # main job's shapes
+    /usr/bin/python3 bench/bench.py --build build --check-peer  # the same model? (10 s)
 
-For every configuration (a-d) and thread count (1, 2) it starts one bench_step process
+For every configuration (CONFIGS: a-d, and e, e1, e32, f, the main job's shapes) and
+thread count (1, 2) it starts one bench_step process
 (libinduct) and one torch_peer.py process (PyTorch) and times them alternately, round by
 round, so that load from other processes hits both alike. OPENBLAS_CORETYPE is removed
 from both environments. PyTorch gets its best setting: unless --no-torch-sweep, each
@@ -19,19 +22,22 @@ with N = B T tokens, HD = H dh; the attention term counts causal pairs k <= p on
 A training step counts 3x the forward (the backward pass is two products per forward
 product). libinduct folds layer 0 into embedding tables when it has no LayerNorm, so it
 performs fewer FLOPs than counted for a-c: its GFLOP/s there is a model-FLOP rate.
+Shortformer positions and smeared keys add no matrix product and are not counted (see
+model_flops). "% roof" (roof_pct in the JSON) = GFLOP/s / the 1024^3 sgemm rate of the
+same run at the same thread count.
 
 Memory: "theory" = 4 bytes x [params + grads + 2 AdamW moments + activations the
 backward pass needs], the activations being, per layer, the QKV input (and the LN1
 input with LayerNorm), q, k, v, z, the causal half of the attention pattern, and with
 an MLP its input (and the LN2 input), pre- and post-activation; then the final LN input
-with LayerNorm, the unembedding input and the logits.
+with LayerNorm, the unembedding input and the logits; shortformer positions add the Q/K
+input per layer, smeared keys the unmixed keys per layer.
 """
 import argparse
 import datetime
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,20 +45,37 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
+_STD = dict(positional="standard", smeared=0)
+# the main job's shapes: attention-only, LayerNorm, shortformer positions, V 2049, T 512
+_MAIN = dict(vocab=2049, seq=512, d_model=64, heads=4, layers=2, mlp=0, layernorm=1, batch=8,
+             positional="shortformer", smeared=0)
 CONFIGS = {
-    "a": dict(vocab=64, seq=24, d_model=64, heads=4, layers=2, mlp=0, layernorm=0, batch=64),
-    "b": dict(vocab=64, seq=64, d_model=64, heads=4, layers=2, mlp=0, layernorm=0, batch=64),
-    "c": dict(vocab=256, seq=256, d_model=256, heads=8, layers=2, mlp=0, layernorm=0, batch=16),
+    "a": dict(vocab=64, seq=24, d_model=64, heads=4, layers=2, mlp=0, layernorm=0, batch=64,
+              **_STD),
+    "b": dict(vocab=64, seq=64, d_model=64, heads=4, layers=2, mlp=0, layernorm=0, batch=64,
+              **_STD),
+    "c": dict(vocab=256, seq=256, d_model=256, heads=8, layers=2, mlp=0, layernorm=0, batch=16,
+              **_STD),
     "d": dict(vocab=4096, seq=512, d_model=512, heads=8, layers=4, mlp=2048, layernorm=1,
-              batch=8),
+              batch=8, **_STD),
+    "e": dict(_MAIN),
+    "e1": dict(_MAIN, batch=1),
+    "e32": dict(_MAIN, heads=2),
+    "f": dict(_MAIN, layers=1, smeared=1),
 }
 # steps per round and rounds: (warm-up, per round, rounds) for full and quick runs
 PLAN = {"a": ((5, 20, 8), (3, 10, 4)), "b": ((5, 10, 8), (3, 5, 4)),
-        "c": ((2, 3, 6), (1, 2, 3)), "d": ((1, 1, 5), (1, 1, 2))}
+        "c": ((2, 3, 6), (1, 2, 3)), "d": ((1, 1, 5), (1, 1, 2)),
+        "e": ((2, 3, 6), (1, 1, 3)), "e1": ((3, 10, 6), (2, 4, 3)),
+        "e32": ((2, 3, 6), (1, 1, 3)), "f": ((2, 3, 6), (1, 1, 3))}
+DEFAULT_FULL, DEFAULT_QUICK = "a,b,c,d,e,e1,e32,f", "a,b,c"
 MALLOC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(1 << 40), "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
 
 
 def model_flops(c):
+    """Model FLOPs of one training step (see the module docstring). Shortformer positions
+    change no matrix product (W_pos is added to the Q/K input, N x D additions); smeared
+    keys add nothing either (3 FLOPs per key element, elementwise): neither is counted."""
     B, T, D, H, L, M, V = (c[k] for k in ("batch", "seq", "d_model", "heads", "layers", "mlp",
                                           "vocab"))
     dh = D // H
@@ -63,11 +86,18 @@ def model_flops(c):
 
 
 def theory_bytes(c, n_params):
+    """(total, activations) in bytes; see the module docstring. Shortformer positions add
+    the Q/K input h + W_pos (N x D) per layer, smeared keys the unmixed keys (N x HD) per
+    layer: the backward pass reads both (the gradients of W_Q, W_K and of alpha)."""
     B, T, D, H, L, M, V, LN = (c[k] for k in ("batch", "seq", "d_model", "heads", "layers",
                                               "mlp", "vocab", "layernorm"))
     HD = H * (D // H)
     N = B * T
     per_layer = N * D + (N * D if LN else 0) + 4 * N * HD + B * H * T * (T + 1) // 2
+    if c["positional"] == "shortformer":
+        per_layer += N * D
+    if c["smeared"]:
+        per_layer += N * HD
     if M:
         per_layer += N * D + (N * D if LN else 0) + 2 * N * M
     act = L * per_layer + (N * D if LN else 0) + N * D + N * V
@@ -287,11 +317,82 @@ def machine():
             "openblas_coretype_in_env": os.environ.get("OPENBLAS_CORETYPE")}
 
 
+def check_peer(build, steps=3, tol=1e-5):
+    """Is torch_peer.py libinduct's model? For small models of every architecture the
+    benchmark uses (batch 2, seq 16): libinduct (the Python bindings of this build)
+    draws the weights, with random LayerNorm parameters and smeared-key alphas so that
+    none is at its trivial initial value, saves them (induct_model_save, TL names) and
+    computes the mean loss of one batch; torch_peer.py loads the file and computes the
+    same. Then both take `steps` AdamW steps (lr 1e-3, weight decay 0.01) on the same
+    batches and report the loss before each. Prints both, returns 1 if any relative
+    difference exceeds `tol`."""
+    import tempfile
+    sys.path.insert(0, os.path.join(os.path.abspath(build), "bindings", "python"))
+    import numpy as np
+    import induct
+    base = dict(vocab=97, seq=16, d_model=32, heads=4, layers=2, mlp=0, layernorm=0, batch=2,
+                positional="standard", smeared=0)
+    variants = [("standard (as a-c)", {}),
+                ("standard, LayerNorm, MLP 64 (as d)", dict(layernorm=1, mlp=64)),
+                ("shortformer, LayerNorm (as e)", dict(layernorm=1, positional="shortformer")),
+                ("shortformer, LayerNorm, d_head 16 (as e32)",
+                 dict(layernorm=1, positional="shortformer", heads=2)),
+                ("shortformer, no LayerNorm", dict(positional="shortformer")),
+                ("shortformer, LayerNorm, smeared, 1 layer (as f)",
+                 dict(layernorm=1, positional="shortformer", smeared=1, layers=1)),
+                ("standard, smeared, 2 layers", dict(smeared=1))]
+    worst = 0.0
+    print("| model | libinduct loss | PyTorch loss | rel. diff | losses before AdamW steps "
+          "1..%d, libinduct / PyTorch | max rel. diff |" % steps)
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (label, v) in enumerate(variants):
+            c = dict(base, **v)
+            m = induct.Model(n_layers=c["layers"], d_model=c["d_model"], n_heads=c["heads"],
+                             d_mlp=c["mlp"], n_ctx=c["seq"], d_vocab=c["vocab"],
+                             positional=c["positional"], layer_norm=c["layernorm"],
+                             smeared_keys=c["smeared"], init="torch", n_threads=1, seed=3 + i)
+            rng = np.random.default_rng(11 + i)
+            for name in m.tensor_names():
+                leaf = name.rsplit(".", 1)[-1]
+                if name.startswith("ln_final") or ".ln" in name or leaf == "smear_alpha":
+                    shape = np.asarray(m.get(name)).shape
+                    mean = 1.0 if leaf == "w" else 0.0
+                    m.set(name, rng.normal(mean, 0.5, shape).astype(np.float32))
+            wfile, tfile = os.path.join(tmp, "w%d.safetensors" % i), os.path.join(tmp, "t%d.npy" % i)
+            m.save(wfile)
+            toks = rng.integers(0, c["vocab"], (steps, c["batch"], c["seq"]), dtype=np.int32)
+            np.save(tfile, toks)
+            lib_fwd = m.forward(toks[0], logits=False)[2]
+            opt = induct.Optimizer(m, "adamw", lr=1e-3, weight_decay=0.01)
+            lib_steps = [opt.train_step(toks[k % len(toks)]) for k in range(steps)]
+            p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "torch_peer.py")] +
+                               args_of(c, 1) + ["--load", wfile, "--check-tokens", tfile,
+                                                "--check-steps", str(steps)],
+                               env=clean_env({"OMP_NUM_THREADS": "1",
+                                              "OPENBLAS_NUM_THREADS": "1"}),
+                               capture_output=True, text=True, check=True)
+            t = json.loads(p.stdout.strip().splitlines()[-1])
+            rel = abs(t["forward_loss"] - lib_fwd) / abs(lib_fwd)
+            rel_steps = max(abs(x - y) / abs(x) for x, y in zip(lib_steps, t["step_losses"]))
+            worst = max(worst, rel, rel_steps)
+            print("| %s | %.7f | %.7f | %.1e | %s | %.1e |" % (
+                label, lib_fwd, t["forward_loss"], rel,
+                ", ".join("%.6f / %.6f" % xy for xy in zip(lib_steps, t["step_losses"])),
+                rel_steps), flush=True)
+    ok = worst <= tol
+    print("largest relative difference %.1e: %s (tolerance %.0e)" % (
+        worst, "the same model" if ok else "DIFFERENT", tol))
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build", help="meson build directory")
-    ap.add_argument("--quick", action="store_true", help="short run of a, b, c")
-    ap.add_argument("--configs", default=None, help="e.g. a,b (default a,b,c,d; quick a,b,c)")
+    ap.add_argument("--quick", action="store_true",
+                    help="short runs (and by default only " + DEFAULT_QUICK + ")")
+    ap.add_argument("--configs", default=None, help="e.g. e,e1,e32,f (default %s; with "
+                    "--quick %s)" % (DEFAULT_FULL, DEFAULT_QUICK))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--no-torch-sweep", action="store_true",
                     help="skip the search for PyTorch's best setting (use malloc tuning, "
@@ -300,8 +401,17 @@ def main():
     ap.add_argument("--wiki", action="store_true",
                     help="also time examples/induction-rrt (1 and 2 layers, 2000 steps, "
                          "--threads 2) and the evaluation passes")
+    ap.add_argument("--check-peer", action="store_true",
+                    help="only check that torch_peer.py is libinduct's model: the losses of "
+                         "both at the same weights and tokens (needs the Python bindings "
+                         "built in --build)")
     a = ap.parse_args()
-    configs = (a.configs or ("a,b,c" if a.quick else "a,b,c,d")).split(",")
+    if a.check_peer:
+        sys.exit(check_peer(a.build))
+    configs = (a.configs or (DEFAULT_QUICK if a.quick else DEFAULT_FULL)).split(",")
+    for name in configs:
+        if name not in CONFIGS:
+            ap.error("unknown config %r (known: %s)" % (name, ", ".join(CONFIGS)))
     threads = [int(t) for t in a.threads.split(",")]
     log = lambda s: print(s, file=sys.stderr, flush=True)
     out = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
@@ -316,6 +426,10 @@ def main():
         for t in threads:
             log("config %s, %d thread(s), load %s" % (name, t, " ".join(loadavg())))
             r = measure(a.build, name, t, not a.no_torch_sweep, a.quick, log)
+            r["roof_gflops"] = max(x["gflops"] for x in out["roof"] if x["threads"] == t and
+                                   x["size"] == 1024)
+            for who in ("libinduct", "pytorch"):
+                r[who]["roof_pct"] = 100 * r[who]["gflops"] / r["roof_gflops"]
             out["runs"].append(r)
             log("  libinduct %9.2f ms  pytorch %9.2f ms  ratio %.2f  (%s)" % (
                 r["libinduct"]["median_ms"], r["pytorch"]["median_ms"],
@@ -332,22 +446,20 @@ def main():
                                      for r in out["roof"]))
     hdr = ("| cfg | thr | libinduct ms | PyTorch ms | ratio | min ms lib / torch | "
            "CPU ms lib / torch | lib tok/s | "
-           "torch tok/s | lib GFLOP/s | torch GFLOP/s | lib % roof | lib RSS MiB (theory) | "
-           "torch RSS MiB |")
+           "torch tok/s | lib GFLOP/s | torch GFLOP/s | lib % roof | torch % roof | "
+           "lib RSS MiB (theory) | torch RSS MiB |")
     print(hdr)
     print("|" + "---|" * (hdr.count("|") - 1))
     for r in out["runs"]:
         L, P = r["libinduct"], r["pytorch"]
-        roof_t = max(x["gflops"] for x in out["roof"] if x["threads"] == r["threads"] and
-                     x["size"] == 1024)
         print("| %s | %d | %.2f | %.2f | %.2f | %.2f / %.2f | %.1f / %.1f | %.0f | %.0f | %.1f | "
-              "%.1f | %.0f | %.0f (%.0f) | %.0f |" % (
+              "%.1f | %.0f | %.0f | %.0f (%.0f) | %.0f |" % (
                           r["config"], r["threads"], L["median_ms"], P["median_ms"],
                           r["ratio_pytorch_over_libinduct"], L["min_ms"], P["min_ms"],
                           L["median_cpu_ms"],
                           P["median_cpu_ms"], L["tokens_per_s"],
                           P["tokens_per_s"], L["gflops"], P["gflops"],
-                          100 * L["gflops"] / roof_t, L["peak_rss_above_start_mib"],
+                          L["roof_pct"], P["roof_pct"], L["peak_rss_above_start_mib"],
                           r["theory_mib"], P["peak_rss_above_start_mib"]))
     print("PyTorch settings: " + "; ".join("%s/%dT: %s" % (r["config"], r["threads"],
                                                           r["torch_setting"])
