@@ -434,6 +434,9 @@ def main():
             log("  libinduct %9.2f ms  pytorch %9.2f ms  ratio %.2f  (%s)" % (
                 r["libinduct"]["median_ms"], r["pytorch"]["median_ms"],
                 r["ratio_pytorch_over_libinduct"], r["torch_setting"]))
+    for r in out["runs"]:  # against PyTorch at its best thread count in this run
+        best = min(x["pytorch"]["median_ms"] for x in out["runs"] if x["config"] == r["config"])
+        r["ratio_pytorch_best_threads_over_libinduct"] = best / r["libinduct"]["median_ms"]
     if a.wiki:
         out["evaluation"] = evaluation(a.build, log)
         out["wiki"] = wiki(a.build, 2, 200 if a.quick else 2000, log)
@@ -461,6 +464,9 @@ def main():
                           P["tokens_per_s"], L["gflops"], P["gflops"],
                           L["roof_pct"], P["roof_pct"], L["peak_rss_above_start_mib"],
                           r["theory_mib"], P["peak_rss_above_start_mib"]))
+    print("PyTorch at its best thread count of the run / libinduct: " + ", ".join(
+        "%s/%dT %.2f" % (r["config"], r["threads"], r["ratio_pytorch_best_threads_over_libinduct"])
+        for r in out["runs"]))
     print("PyTorch settings: " + "; ".join("%s/%dT: %s" % (r["config"], r["threads"],
                                                           r["torch_setting"])
                                           for r in out["runs"]))
