@@ -5,12 +5,12 @@ Not a test. Run from the source tree after building:
 
     /usr/bin/python3 bench/bench.py --build build             # full run, a-f (~15 min)
     /usr/bin/python3 bench/bench.py --build build --quick     # a, b, c only, short (2-3 min)
-    /usr/bin/python3 bench/bench.py --build build --configs e,e1,e32,f  # main job's shapes
+    /usr/bin/python3 bench/bench.py --build build --configs e,e1,e32,f  # phase-change shapes
     /usr/bin/python3 bench/bench.py --build build --check-peer  # the same model? (10 s)
 
-For every configuration (CONFIGS: a-d, and e, e1, e32, f, the main job's shapes) and
-thread count (1, 2) it starts one bench_step process
-(libinduct) and one torch_peer.py process (PyTorch) and times them alternately, round by
+For every configuration (CONFIGS: a-d, and e, e1, e32, f, the shapes of the phase-change
+experiment) and thread count (1, 2) it starts one bench_step process (libinduct) and one
+torch_peer.py process (PyTorch) and times them alternately, round by
 round, so that load from other processes hits both alike. OPENBLAS_CORETYPE is removed
 from both environments. PyTorch gets its best setting: unless --no-torch-sweep, each
 candidate (glibc malloc tuning on/off, AdamW foreach on/off, OpenBLAS threads when
@@ -46,7 +46,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 _STD = dict(positional="standard", smeared=0)
-# the main job's shapes: attention-only, LayerNorm, shortformer positions, V 2049, T 512
+# the phase-change experiment's models (docs/phase-change.md): attention-only, LayerNorm,
+# shortformer positions, V 2049, T 512
 _MAIN = dict(vocab=2049, seq=512, d_model=64, heads=4, layers=2, mlp=0, layernorm=1, batch=8,
              positional="shortformer", smeared=0)
 CONFIGS = {
@@ -359,7 +360,8 @@ def check_peer(build, steps=3, tol=1e-5):
                     shape = np.asarray(m.get(name)).shape
                     mean = 1.0 if leaf == "w" else 0.0
                     m.set(name, rng.normal(mean, 0.5, shape).astype(np.float32))
-            wfile, tfile = os.path.join(tmp, "w%d.safetensors" % i), os.path.join(tmp, "t%d.npy" % i)
+            wfile = os.path.join(tmp, "w%d.safetensors" % i)
+            tfile = os.path.join(tmp, "t%d.npy" % i)
             m.save(wfile)
             toks = rng.integers(0, c["vocab"], (steps, c["batch"], c["seq"]), dtype=np.int32)
             np.save(tfile, toks)
