@@ -205,6 +205,32 @@ static uint64_t eval_start(uint64_t n, uint32_t T, uint32_t N, uint64_t E, uint6
     return (uint64_t)((u128)j * (n - T) / E);
 }
 
+/* Stream id of the repeated-span draws, distinct from the splits' 1 and 2. */
+#define REPEAT_STREAM 0x5245504541545331ULL /* "REPEATS1" */
+
+/* The repeated-span curriculum on one train row x[0..T) (T/2 >= rep_min checked):
+ * with probability rep_fraction, L uniform in [rep_min, min(rep_max, T/2)] and the pair
+ * (a, b) uniform over {0 <= a, a + L <= b, b + L <= T}; then x[b..b+L) = x[a..a+L).
+ * Draws per row: the coin, then (if heads) L, then two distinct values for (a, b). */
+static void repeat_span(const struct induct__stream *s, induct__rng *r, uint32_t T,
+                        int32_t *x) {
+    if (!(induct__rng_uniform(r) < s->rep_fraction)) return;
+    uint32_t hi = s->rep_max < T / 2 ? s->rep_max : T / 2;
+    uint32_t L = s->rep_min + (uint32_t)induct__rng_below(r, (uint64_t)(hi - s->rep_min) + 1);
+    /* a <= c = b - L <= M = T - 2L: a uniform pair with a <= c is a uniform pair of
+     * distinct values u < v of {0 .. M + 1}, with a = u and c = v - 1 */
+    uint64_t M = (uint64_t)T - 2u * L;
+    uint64_t u = induct__rng_below(r, M + 2), v = induct__rng_below(r, M + 1);
+    if (v >= u) v++;
+    else {
+        uint64_t t = u;
+        u = v;
+        v = t;
+    }
+    uint32_t a = (uint32_t)u, bpos = (uint32_t)(v - 1) + L;
+    memcpy(x + bpos, x + a, (size_t)L * sizeof *x); /* bpos >= a + L: no overlap */
+}
+
 int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
                          uint32_t T, int32_t *tokens, int32_t *meta) {
     struct induct__stream *s = d->stream;
@@ -214,12 +240,20 @@ int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index
                        "induct_dataset_batch: the train split has %llu tokens; a window of %u "
                        "plus one needs %llu",
                        (unsigned long long)sp->n, T, (unsigned long long)T + 1);
-        induct__rng r;
+        const int rep = s->rep_fraction > 0.0;
+        INDUCT_FAIL_IF(rep && T / 2 < s->rep_min, INDUCT_ERANGE,
+                       "induct_dataset_batch: seq_len %u cannot hold two copies of the "
+                       "shortest repeated span (min_len %u, induct_dataset_set_repeats)",
+                       T, s->rep_min);
+        induct__rng r, rr;
         induct__rng_seed3(&r, d->seed, split + 1, index);
+        /* the curriculum's own stream: the window starts above are the same with it on */
+        if (rep) induct__rng_seed3(&rr, d->seed, REPEAT_STREAM, index);
         uint64_t n_starts = sp->n - T; /* starts 0 .. n-T-1 */
         for (uint32_t b = 0; b < B; b++) {
             uint64_t st = induct__rng_below(&r, n_starts);
             INDUCT_TRY(read_window(s, sp, st, T, tokens + (size_t)b * T));
+            if (rep) repeat_span(s, &rr, T, tokens + (size_t)b * T);
             if (meta) meta[b] = (int32_t)(st > INT32_MAX ? INT32_MAX : st);
         }
         return INDUCT_OK;
@@ -266,5 +300,26 @@ INDUCT_API int induct_dataset_window_count(const induct_dataset *d, uint32_t spl
     uint64_t n = d->stream->split[split].n;
     if (split == INDUCT_SPLIT_TRAIN) *n_out = n > T ? n - T : 0;
     else *n_out = eval_count(n, T, d->stream->n_eval_windows);
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_dataset_set_repeats(induct_dataset *d, double fraction, uint32_t min_len,
+                                          uint32_t max_len) {
+    INDUCT_FAIL_IF(!d, INDUCT_EINVAL, "induct_dataset_set_repeats: dataset is NULL");
+    INDUCT_FAIL_IF(d->kind != INDUCT__DS_STREAM, INDUCT_ENOTSUP,
+                   "induct_dataset_set_repeats: only text and token-file datasets have a "
+                   "repeated-span curriculum (this dataset is a %s)",
+                   d->kind == INDUCT__DS_RRT      ? "repeated-random-token generator"
+                   : d->kind == INDUCT__DS_KV     ? "key-value generator"
+                                                  : "token array");
+    INDUCT_FAIL_IF(!(fraction >= 0.0 && fraction <= 1.0), INDUCT_EINVAL,
+                   "induct_dataset_set_repeats: fraction %g must be finite and in [0, 1]",
+                   fraction);
+    INDUCT_FAIL_IF(min_len < 1 || min_len > max_len, INDUCT_EINVAL,
+                   "induct_dataset_set_repeats: need 1 <= min_len <= max_len (got %u, %u)",
+                   min_len, max_len);
+    d->stream->rep_fraction = fraction;
+    d->stream->rep_min = min_len;
+    d->stream->rep_max = max_len;
     return INDUCT_OK;
 }

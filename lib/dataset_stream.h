@@ -34,6 +34,10 @@ struct induct__stream {
     induct__split split[2]; /* INDUCT_SPLIT_TRAIN, INDUCT_SPLIT_EVAL */
     uint32_t n_eval_windows;
     int32_t bos; /* the BOS id every document starts with, or -1 (induct_dataset_bos) */
+    /* repeated-span curriculum of the train split (induct_dataset_set_repeats): off
+     * when rep_fraction is 0 */
+    double rep_fraction;
+    uint32_t rep_min, rep_max;
 };
 
 /* Token i of an in-memory store (validated ids fit int32). */

@@ -1283,6 +1283,260 @@ START_TEST(test_bos_rule) {
 }
 END_TEST
 
+/* ---- repeated-span curriculum (induct_dataset_set_repeats) -------------------- */
+
+/* A token file of N distinct ids (0 … N−1), split by position in blocks of 1000 (so
+ * the train split has several segments and the eval split is not empty). */
+static induct_dataset *distinct_tf(uint32_t N, uint64_t seed) {
+    int32_t *tok = malloc((size_t)N * sizeof *tok);
+    for (uint32_t i = 0; i < N; i++) tok[i] = (int32_t)i;
+    ck_ok(induct_token_file_write(tpath("distinct.bin"), INDUCT_TOKFILE_U32, tok, N));
+    free(tok);
+    induct_token_file_config c;
+    ck_ok(induct_token_file_config_init(&c, sizeof c));
+    c.format = INDUCT_TOKFILE_U32;
+    c.block_tokens = 1000;
+    c.seed = seed;
+    induct_dataset *d;
+    ck_ok(induct_dataset_new_token_file(&d, tpath("distinct.bin"), NULL, &c));
+    return d;
+}
+
+/* The repeat of `row` against the plain window `base` (all ids distinct, so every
+ * copied token differs from the one it replaces): 0 if the rows are equal; else checks
+ * that they differ on exactly one run [b, b+L) with row[b+i] = base[a+i], a + L <= b,
+ * b + L <= T, and returns 1 with a, b, L. */
+static int find_repeat(const int32_t *row, const int32_t *base, uint32_t T, uint32_t *a,
+                       uint32_t *b, uint32_t *L) {
+    uint32_t t = 0;
+    while (t < T && row[t] == base[t]) t++;
+    if (t == T) return 0;
+    uint32_t e = t;
+    while (e < T && row[e] != base[e]) e++;
+    for (uint32_t u = e; u < T; u++) ck_assert_int_eq(row[u], base[u]); /* one run only */
+    *b = t;
+    *L = e - t;
+    uint32_t src = T;
+    for (uint32_t u = 0; u < T; u++)
+        if (base[u] == row[t]) src = u;
+    ck_assert_uint_lt(src, T); /* the copy comes from the same window */
+    *a = src;
+    ck_assert_uint_le(src + *L, t);
+    ck_assert_uint_le(t + *L, T);
+    for (uint32_t i = 0; i < *L; i++) ck_assert_int_eq(row[t + i], base[src + i]);
+    return 1;
+}
+
+/* Draws rows [0, rows) of train batches of `per` rows from d (with repeats) and from
+ * plain (the same data and seed without), checks the window starts and the shape of
+ * every repeat, and counts rows with a repeat and, if hist_L is given, their lengths. */
+static uint32_t count_repeats(const induct_dataset *d, const induct_dataset *plain, uint32_t T,
+                              uint32_t rows, uint32_t min_len, uint32_t max_len,
+                              uint32_t *hist_L, uint32_t *hist_ab) {
+    enum { PER = 200 };
+    int32_t m1[PER], m2[PER];
+    uint32_t n_rep = 0;
+    for (uint32_t k = 0; k * PER < rows; k++) {
+        int32_t *x = batch_of(d, INDUCT_SPLIT_TRAIN, 1000 + k, PER, T, m1);
+        int32_t *y = batch_of(plain, INDUCT_SPLIT_TRAIN, 1000 + k, PER, T, m2);
+        ck_assert_mem_eq(m1, m2, sizeof m1); /* the window starts are unchanged */
+        for (uint32_t r = 0; r < PER && k * PER + r < rows; r++) {
+            uint32_t a, b, L;
+            if (!find_repeat(x + (size_t)r * T, y + (size_t)r * T, T, &a, &b, &L)) continue;
+            n_rep++;
+            ck_assert_uint_ge(L, min_len);
+            ck_assert_uint_le(L, max_len);
+            ck_assert_uint_le(L, T / 2);
+            if (hist_L) hist_L[L]++;
+            if (hist_ab) hist_ab[a * T + b]++;
+        }
+        free(x);
+        free(y);
+    }
+    return n_rep;
+}
+
+START_TEST(test_repeats_off_is_today) {
+    make_tmpdir();
+    induct_dataset *d = distinct_tf(20000, 5), *plain = distinct_tf(20000, 5);
+    /* set, then turned off again: every batch is the plain one, bit for bit */
+    ck_ok(induct_dataset_set_repeats(d, 1.0, 4, 16));
+    ck_ok(induct_dataset_set_repeats(d, 0.0, 4, 16));
+    for (uint32_t split = 0; split < 2; split++)
+        for (uint64_t i = 0; i < 5; i++) {
+            int32_t m1[16], m2[16];
+            int32_t *x = batch_of(d, split, i, 16, 40, m1), *y = batch_of(plain, split, i, 16, 40, m2);
+            ck_assert_mem_eq(x, y, 16 * 40 * sizeof *x);
+            ck_assert_mem_eq(m1, m2, sizeof m1);
+            free(x);
+            free(y);
+        }
+    /* off, a window too short for min_len is no error */
+    ck_ok(induct_dataset_set_repeats(d, 0.0, 100, 100));
+    free(batch_of(d, INDUCT_SPLIT_TRAIN, 0, 2, 10, NULL));
+    induct_dataset_free(d);
+    induct_dataset_free(plain);
+    rm_rf(tmpdir);
+}
+END_TEST
+
+START_TEST(test_repeats_every_row) {
+    make_tmpdir();
+    induct_dataset *d = distinct_tf(20000, 6), *plain = distinct_tf(20000, 6);
+    ck_ok(induct_dataset_set_repeats(d, 1.0, 3, 20));
+    /* fraction 1: all 4000 rows carry one repeat of 3 … 20 tokens, the rest of the row
+     * is the plain window (checked in find_repeat), the starts are the same */
+    uint32_t hist[64] = {0};
+    ck_assert_uint_eq(count_repeats(d, plain, 64, 4000, 3, 20, hist, NULL), 4000);
+    /* T = 30 caps the span at 15, and 15 occurs */
+    uint32_t hist30[64] = {0};
+    ck_assert_uint_eq(count_repeats(d, plain, 30, 2000, 3, 15, hist30, NULL), 2000);
+    ck_assert_uint_gt(hist30[15], 0);
+    /* the eval split is never changed */
+    for (uint64_t i = 0; i < 3; i++) {
+        int32_t *x = batch_of(d, INDUCT_SPLIT_EVAL, i, 32, 64, NULL);
+        int32_t *y = batch_of(plain, INDUCT_SPLIT_EVAL, i, 32, 64, NULL);
+        ck_assert_mem_eq(x, y, 32 * 64 * sizeof *x);
+        free(x);
+        free(y);
+    }
+    /* row b does not depend on the batch size; same seed, same rows; another seed differs */
+    int32_t *big = batch_of(d, INDUCT_SPLIT_TRAIN, 7, 50, 64, NULL);
+    int32_t *small = batch_of(d, INDUCT_SPLIT_TRAIN, 7, 5, 64, NULL);
+    ck_assert_mem_eq(big, small, 5 * 64 * sizeof *big);
+    induct_dataset *d2 = distinct_tf(20000, 6), *d3 = distinct_tf(20000, 7);
+    ck_ok(induct_dataset_set_repeats(d2, 1.0, 3, 20));
+    ck_ok(induct_dataset_set_repeats(d3, 1.0, 3, 20));
+    int32_t *again = batch_of(d2, INDUCT_SPLIT_TRAIN, 7, 50, 64, NULL);
+    int32_t *other = batch_of(d3, INDUCT_SPLIT_TRAIN, 7, 50, 64, NULL);
+    ck_assert_mem_eq(big, again, 50 * 64 * sizeof *big);
+    ck_assert(memcmp(big, other, 50 * 64 * sizeof *big) != 0);
+    free(big);
+    free(small);
+    free(again);
+    free(other);
+    induct_dataset_free(d2);
+    induct_dataset_free(d3);
+    /* a text dataset takes the curriculum too; its eval split stays as it was */
+    induct_text_config tc;
+    ck_ok(induct_text_config_init(&tc, sizeof tc));
+    tc.block_tokens = 500;
+    char text[6000];
+    for (int i = 0; i < 6000; i++) text[i] = (char)('a' + (i * 7 + i / 26) % 26);
+    induct_dataset *t1, *t2;
+    ck_ok(induct_dataset_new_text(&t1, text, sizeof text, &tc));
+    ck_ok(induct_dataset_new_text(&t2, text, sizeof text, &tc));
+    ck_ok(induct_dataset_set_repeats(t1, 1.0, 8, 8));
+    int32_t *x = batch_of(t1, INDUCT_SPLIT_TRAIN, 0, 8, 64, NULL);
+    int32_t *y = batch_of(t2, INDUCT_SPLIT_TRAIN, 0, 8, 64, NULL);
+    ck_assert(memcmp(x, y, 8 * 64 * sizeof *x) != 0);
+    free(x);
+    free(y);
+    x = batch_of(t1, INDUCT_SPLIT_EVAL, 0, 8, 64, NULL);
+    y = batch_of(t2, INDUCT_SPLIT_EVAL, 0, 8, 64, NULL);
+    ck_assert_mem_eq(x, y, 8 * 64 * sizeof *x);
+    free(x);
+    free(y);
+    induct_dataset_free(t1);
+    induct_dataset_free(t2);
+    induct_dataset_free(d);
+    induct_dataset_free(plain);
+    rm_rf(tmpdir);
+}
+END_TEST
+
+START_TEST(test_repeats_distribution) {
+    make_tmpdir();
+    induct_dataset *d = distinct_tf(20000, 8), *plain = distinct_tf(20000, 8);
+    /* fraction 0.25 over n = 4000 rows: the count is Binomial(4000, 1/4), mean 1000,
+     * sd √(4000·¼·¾) = 27.39; bound: 4 sd = 109.5 (fixed before running) */
+    ck_ok(induct_dataset_set_repeats(d, 0.25, 2, 5));
+    uint32_t hist[64] = {0};
+    uint32_t n = count_repeats(d, plain, 48, 4000, 2, 5, hist, NULL);
+    ck_assert_msg(fabs((double)n - 1000.0) <= 4.0 * sqrt(4000 * 0.25 * 0.75),
+                  "%u of 4000 rows carry a repeat", n);
+    /* L uniform on {2 … 5}: each count is Binomial(n, 1/4) */
+    for (uint32_t L = 2; L <= 5; L++)
+        ck_assert_msg(fabs(hist[L] - n / 4.0) <= 4.0 * sqrt(n * 0.25 * 0.75),
+                      "L = %u: %u of %u", L, hist[L], n);
+    /* (a, b) uniform over the pairs: T = 16, L = 4 gives M = T − 2L = 8 and
+     * (M+1)(M+2)/2 = 45 pairs; over 9000 rows each count is Binomial(9000, 1/45),
+     * mean 200, sd √(9000·(1/45)·(44/45)) = 13.98; bound 4 sd */
+    ck_ok(induct_dataset_set_repeats(d, 1.0, 4, 4));
+    uint32_t *ab = calloc(16 * 16, sizeof *ab);
+    ck_assert_uint_eq(count_repeats(d, plain, 16, 9000, 4, 4, NULL, ab), 9000);
+    uint32_t cells = 0;
+    for (uint32_t a = 0; a < 16; a++)
+        for (uint32_t b = 0; b < 16; b++) {
+            if (a + 4 <= b && b + 4 <= 16) {
+                cells++;
+                ck_assert_msg(fabs(ab[a * 16 + b] - 200.0) <= 4.0 * sqrt(9000.0 / 45 * 44 / 45),
+                              "pair (%u, %u): %u of 9000", a, b, ab[a * 16 + b]);
+            } else {
+                ck_assert_uint_eq(ab[a * 16 + b], 0);
+            }
+        }
+    ck_assert_uint_eq(cells, 45);
+    free(ab);
+    induct_dataset_free(d);
+    induct_dataset_free(plain);
+    rm_rf(tmpdir);
+}
+END_TEST
+
+START_TEST(test_repeats_errors) {
+    make_tmpdir();
+    induct_dataset *d = distinct_tf(20000, 9), *plain = distinct_tf(20000, 9);
+    ck_assert_status(induct_dataset_set_repeats(NULL, 0.5, 1, 2), INDUCT_EINVAL);
+    const double bad_f[] = {-0.01, 1.01, NAN, INFINITY, -INFINITY};
+    for (int i = 0; i < 5; i++) {
+        ck_assert_status(induct_dataset_set_repeats(d, bad_f[i], 4, 8), INDUCT_EINVAL);
+        ck_assert(strstr(induct_last_error_message(), "fraction"));
+    }
+    ck_assert_status(induct_dataset_set_repeats(d, 0.5, 0, 8), INDUCT_EINVAL);
+    ck_assert(strstr(induct_last_error_message(), "min_len"));
+    ck_assert_status(induct_dataset_set_repeats(d, 0.5, 9, 8), INDUCT_EINVAL);
+    ck_assert(strstr(induct_last_error_message(), "max_len"));
+    /* a refused call changes nothing: still the plain batches */
+    int32_t *x = batch_of(d, INDUCT_SPLIT_TRAIN, 3, 16, 40, NULL);
+    int32_t *y = batch_of(plain, INDUCT_SPLIT_TRAIN, 3, 16, 40, NULL);
+    ck_assert_mem_eq(x, y, 16 * 40 * sizeof *x);
+    free(x);
+    free(y);
+    /* edges: fraction 0 and 1, min = max = 1 */
+    ck_ok(induct_dataset_set_repeats(d, 1.0, 1, 1));
+    ck_assert_uint_eq(count_repeats(d, plain, 2, 400, 1, 1, NULL, NULL), 400);
+    /* with repeats on, seq_len < 2·min_len is refused for the train split only */
+    ck_ok(induct_dataset_set_repeats(d, 0.5, 10, 12));
+    int32_t buf[19 * 2];
+    ck_assert_status(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, 2, 19, buf, 38, NULL, 0),
+                     INDUCT_ERANGE);
+    ck_assert(strstr(induct_last_error_message(), "min_len 10"));
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_TRAIN, 0, 1, 20, buf, 38, NULL, 0));
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, 2, 19, buf, 38, NULL, 0));
+    /* other kinds are refused */
+    induct_rrt_config rc;
+    ck_ok(induct_rrt_config_init(&rc, sizeof rc));
+    induct_dataset *r;
+    ck_ok(induct_dataset_new_rrt(&r, &rc));
+    ck_assert_status(induct_dataset_set_repeats(r, 0.5, 4, 8), INDUCT_ENOTSUP);
+    ck_assert(strstr(induct_last_error_message(), "text and token-file"));
+    induct_dataset_free(r);
+    induct_dataset *kv = kv_new(64, 0, 64, 4, 19, 0, 1);
+    ck_assert_status(induct_dataset_set_repeats(kv, 0.5, 4, 8), INDUCT_ENOTSUP);
+    induct_dataset_free(kv);
+    int32_t arr[100];
+    for (int i = 0; i < 100; i++) arr[i] = i;
+    induct_dataset *ta;
+    ck_ok(induct_dataset_new_tokens(&ta, arr, 100, 100, 1));
+    ck_assert_status(induct_dataset_set_repeats(ta, 0.5, 4, 8), INDUCT_ENOTSUP);
+    induct_dataset_free(ta);
+    induct_dataset_free(d);
+    induct_dataset_free(plain);
+    rm_rf(tmpdir);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("datasets");
     TCase *kv = tcase_create("kv");
@@ -1311,5 +1565,11 @@ int main(void) {
     tcase_add_test(tf, test_token_file_truncated_while_open);
     tcase_add_test(tf, test_token_file_threads);
     suite_add_tcase(s, tf);
+    TCase *rp = tcase_create("repeats");
+    tcase_add_test(rp, test_repeats_off_is_today);
+    tcase_add_test(rp, test_repeats_every_row);
+    tcase_add_test(rp, test_repeats_distribution);
+    tcase_add_test(rp, test_repeats_errors);
+    suite_add_tcase(s, rp);
     return tu_run(s);
 }

@@ -507,7 +507,7 @@ INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
 
 /* ------------------------------------------------------------------------ */
 /** @defgroup dataset Datasets
- *  Immutable sources of token batches. Batch `index` of a split is a pure
+ *  Sources of token batches, immutable once configured. Batch `index` of a split is a pure
  *  function of (dataset, split, index, batch, seq_len): no hidden cursor, so a
  *  run resumes from its step counter alone. Kinds: repeated random tokens, a
  *  caller's token array, key–value retrieval, byte-level text and token files;
@@ -515,7 +515,8 @@ INDUCT_API uint64_t induct_model_memory_used(const induct_model *model);
  *  docs/datasets.md.
  *  @{ */
 
-/** @brief Opaque dataset handle. Immutable; may be shared between threads. @since 0.1 */
+/** @brief Opaque dataset handle. Immutable once configured (induct_dataset_set_repeats()
+ *  is the one setter); may be shared between threads. @since 0.1 */
 typedef struct induct_dataset induct_dataset;
 
 /** Split: training batches. @since 0.1 */
@@ -1004,6 +1005,46 @@ INDUCT_API int induct_dataset_split_tokens(const induct_dataset *dataset, uint32
  */
 INDUCT_API int induct_dataset_window_count(const induct_dataset *dataset, uint32_t split,
                                            uint32_t seq_len, uint64_t *n_out);
+
+/**
+ * @brief Training curriculum for text and token-file datasets: give a share of the
+ * train split's windows one repeated span (Sabry & Belz 2025 report that training
+ * windows containing repeated spans speed up induction-head formation).
+ *
+ * Afterwards each row of length T that induct_dataset_batch() draws from
+ * ::INDUCT_SPLIT_TRAIN is, with probability `fraction`, changed in one place: a span
+ * length L uniform in `[min_len, min(max_len, ⌊T/2⌋)]` (tokens) and a pair of starts
+ * (a, b) uniform over all pairs with `0 ≤ a`, `a + L ≤ b`, `b + L ≤ T`; then
+ * `row[b … b+L) = row[a … a+L)` (the later copy overwrites text; the earlier span is
+ * unchanged). The window starts are drawn exactly as without the curriculum (the
+ * repeats come from a separate random stream of (seed, batch index), row by row), so
+ * a row equals the plain window outside `[b, b+L)`; `meta_out` still gives the window
+ * start, and the rows stay a pure function of (dataset, split, index, seq_len); row b
+ * does not depend on `batch`. This is a curriculum, not data: ::INDUCT_SPLIT_EVAL is
+ * never changed, so evaluation stays on untouched held-out text. Every reader of the
+ * train split sees the repeats (induct_train_step(), induct_train(), and an
+ * evaluation config whose `split` is ::INDUCT_SPLIT_TRAIN). docs/datasets.md,
+ * "Repeated-span curriculum".
+ *
+ * With `fraction > 0`, a train batch with `seq_len < 2·min_len` (no room for two
+ * copies of the shortest span) is refused by induct_dataset_batch() with
+ * ::INDUCT_ERANGE rather than silently left without repeats. `fraction = 0` (the
+ * default of every dataset) turns the curriculum off: batches are then identical to
+ * those of a dataset on which this was never called.
+ * @param dataset A dataset from induct_dataset_new_text(), induct_dataset_new_text_path()
+ *        or induct_dataset_new_token_file().
+ * @param fraction Probability that a train row carries a repeated span, finite, in [0, 1].
+ * @param min_len Shortest span in tokens, ≥ 1.
+ * @param max_len Longest span in tokens, ≥ min_len (capped per batch at ⌊seq_len/2⌋).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, fraction outside [0, 1] or not finite,
+ *         min_len 0 or above max_len; the dataset is then unchanged);
+ *         ::INDUCT_ENOTSUP (a repeated-random-token, key–value or token-array dataset).
+ * @since 0.1 Changes the dataset: not concurrently with any other use of it (a batch,
+ *        a training step, another thread's read). Call it before the dataset is
+ *        shared; afterwards the dataset may be shared again like any dataset.
+ */
+INDUCT_API int induct_dataset_set_repeats(induct_dataset *dataset, double fraction,
+                                          uint32_t min_len, uint32_t max_len);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
