@@ -383,6 +383,7 @@ FUNCTIONS = [
     ("induct_token_file_write", [c_char_p, c_uint32, c_int32_p, c_size_t], c_int),
     ("induct_dataset_split_tokens", [P, c_uint32, c_uint64_p], c_int),
     ("induct_dataset_window_count", [P, c_uint32, c_uint32, c_uint64_p], c_int),
+    ("induct_dataset_set_repeats", [P, c_double, c_uint32, c_uint32], c_int),
     # ---- text in and out ----
     ("induct_text_encode", [c_char_p, c_size_t, c_uint32, c_int32_p, c_size_t, c_size_t_p],
      c_int),

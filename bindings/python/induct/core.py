@@ -3,6 +3,7 @@
 No ctypes here: every C call goes through _capi.call()/value() with buffers from
 _arrays and Out() scalars."""
 import json
+import numbers
 import os
 import signal
 import threading
@@ -310,7 +311,8 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
 
 
 class Dataset(_Handle):
-    """An immutable source of token batches; use Dataset.rrt(...) or Dataset.tokens(...)."""
+    """A source of token batches, immutable once configured (set_repeats() is the one
+    setter); use Dataset.rrt(...), Dataset.tokens(...), Dataset.text(...) and so on."""
 
     _free = "induct_dataset_free"
 
@@ -441,6 +443,22 @@ class Dataset(_Handle):
         call("induct_dataset_window_count", self, choice(SPLIT, split, "split"),
              check_int(seq_len, "seq_len"), v)
         return v.value
+
+    def set_repeats(self, fraction, min_len, max_len):
+        """Training curriculum of a text or token-file dataset (Sabry & Belz 2025: windows
+        with repeated spans speed up induction-head formation): each train window carries,
+        with probability `fraction` (in [0, 1]; 0 = off, the default), one repeated span of
+        L tokens, L uniform in [min_len, min(max_len, seq_len // 2)], copied from a uniform
+        earlier place of the same window. Window starts and the eval split are unchanged.
+        With fraction > 0, train batches need seq_len >= 2 * min_len (OutOfRange).
+        Not concurrently with other use of the dataset. Returns self.
+        induct_dataset_set_repeats; docs/datasets.md, "Repeated-span curriculum"."""
+        if not isinstance(fraction, numbers.Real):
+            raise TypeError(f"fraction must be a number, got {type(fraction).__name__} "
+                            f"{fraction!r}")
+        call("induct_dataset_set_repeats", self, float(fraction),
+             check_int(min_len, "min_len"), check_int(max_len, "max_len"))
+        return self
 
     def batch(self, index, batch, seq_len, split="train"):
         """Batch number `index`: (tokens [batch, seq_len], meta [batch])."""

@@ -206,3 +206,54 @@ def test_bos_rule(tmp_path):
         o.train(d, steps=3, batch=2, seq_len=64, metrics=("prefix_matching",),
                 probe=dict(mine, bos=100))
     assert o["step"] == 2
+
+
+def test_set_repeats(tmp_path):
+    """The repeated-span curriculum: with fraction 1 every train row is its plain window
+    (same start) except one run [b, b+L) that copies [a, a+L) of the same row; the eval
+    split and fraction 0 are bit-identical to a dataset without it; bad values raise."""
+    p = tmp_path / "distinct.bin"
+    induct.write_tokens(p, list(range(5000)), format="u32")  # distinct ids: a copy is visible
+
+    def open_tf():
+        return induct.Dataset.token_file(p, format="u32", block_tokens=500, seed=4)
+
+    plain, d = open_tf(), open_tf()
+    assert d.set_repeats(1.0, 3, 12) is d
+    T = 40
+    x, mx = d.batch(2, 64, T)
+    y, my = plain.batch(2, 64, T)
+    assert list(mx) == list(my)
+    for row, base in zip(x, y):
+        diff = np.flatnonzero(row != base)
+        b, L = int(diff[0]), len(diff)
+        assert np.array_equal(diff, np.arange(b, b + L)) and 3 <= L <= 12
+        a = int(np.flatnonzero(base == row[b])[0])
+        assert a + L <= b and b + L <= T
+        assert np.array_equal(row[b:b + L], base[a:a + L])
+    assert np.array_equal(d.batch(0, 16, T, split="eval")[0],
+                          plain.batch(0, 16, T, split="eval")[0])
+    d.set_repeats(0, 3, 12)
+    assert np.array_equal(d.batch(2, 64, T)[0], y)
+    # narrowing in the binding, then the library's checks
+    with pytest.raises(TypeError, match="fraction"):
+        d.set_repeats("0.5", 3, 12)
+    with pytest.raises(TypeError, match="min_len"):
+        d.set_repeats(0.5, 3.0, 12)
+    with pytest.raises(induct.OutOfRange, match="max_len"):
+        d.set_repeats(0.5, 3, 2 ** 32)
+    with pytest.raises(induct.OutOfRange, match="min_len"):
+        d.set_repeats(0.5, -1, 12)
+    for bad in (float("nan"), float("inf"), -0.1, 1.5):
+        with pytest.raises(induct.InvalidArgument, match="fraction"):
+            d.set_repeats(bad, 3, 12)
+    with pytest.raises(induct.InvalidArgument, match="min_len"):
+        d.set_repeats(0.5, 13, 12)
+    with pytest.raises(induct.InvalidArgument, match="min_len"):
+        d.set_repeats(0.5, 0, 12)
+    with pytest.raises(induct.NotSupported, match="text and token-file"):
+        induct.Dataset.rrt().set_repeats(0.5, 3, 12)
+    d.set_repeats(0.5, 30, 40)
+    with pytest.raises(induct.OutOfRange, match="min_len 30"):
+        d.batch(0, 2, 59)
+    assert d.batch(0, 2, 59, split="eval")[0].shape == (2, 59)
