@@ -56,6 +56,8 @@ typedef struct options {
     double val_fraction;     /* --val-fraction F: held-out fraction */
     uint64_t block_tokens;   /* --block-tokens N: unit of the held-out split */
     uint32_t bos;            /* --bos 0|1 (text): a BOS token starts every document */
+    double repeat_fraction;  /* --repeat-fraction X: training windows given a repeated span */
+    uint32_t repeat_min, repeat_max; /* --repeat-len MIN,MAX: its length in tokens */
     /* models */
     const char *models;      /* --models 2L,1L,1L-smeared (2L-smeared too with --full) */
     uint32_t d_model;        /* --d-model */
@@ -101,6 +103,7 @@ typedef struct options {
 static const options DEFAULTS = {
     .text = NULL, .suffix = NULL, .tokens = NULL, .format = INDUCT_TOKFILE_U16, .d_vocab = 0,
     .eval_windows = 1024, .data_seed = 0, .val_fraction = 0.1, .block_tokens = 65536, .bos = 0,
+    .repeat_fraction = 0.0, .repeat_min = 8, .repeat_max = 64,
     .models = "2L,1L,1L-smeared", .d_model = 64, .heads = 4, .seq_len = 512, .allow_short = 0,
     .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .init = INDUCT_INIT_GPT2, .init_std = NAN,
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
@@ -243,6 +246,12 @@ static void usage(FILE *f) {
         "data:     --text PATH (file or directory)  --suffix .py  --tokens PATH  --format u16|u32|llmc\n"
         "          --d-vocab N (0: largest id + 1)  --eval-windows N (%u)  --data-seed N (%llu)\n"
         "          --val-fraction F (%g)  --block-tokens N (%llu)  --bos 0|1 (%u)\n"
+        "curriculum (training windows only; evaluation stays on untouched held-out text):\n"
+        "          --repeat-fraction X (%g; 0 = off): this share of the training windows carries\n"
+        "          one repeated span (Sabry & Belz 2025: such windows speed up induction heads)\n"
+        "          --repeat-len MIN,MAX (%u,%u tokens; %u is the shortest block of the repeated-\n"
+        "          random-token data; %u keeps a span to an eighth of a 512-token window, so most\n"
+        "          of each window stays natural text; capped at seq-len/2)\n"
         "models:   --models LIST (%s; names <n>L or <n>L-smeared)  --d-model N (%u)  --heads N (%u)\n"
         "          --seq-len N (%u; >= 512 unless --allow-short)  --ln 0|1 (%u)\n"
         "          --positional shortformer|standard|none (shortformer)  --init gpt2|torch (gpt2)\n"
@@ -263,7 +272,9 @@ static void usage(FILE *f) {
         "judge:    %s --judge SUMMARY.json: the checks decided again on a summary's numbers\n"
         "See docs/phase-change.md.\n",
         prog, DEFAULTS.eval_windows, (unsigned long long)DEFAULTS.data_seed, DEFAULTS.val_fraction,
-        (unsigned long long)DEFAULTS.block_tokens, DEFAULTS.bos, DEFAULTS.models, DEFAULTS.d_model,
+        (unsigned long long)DEFAULTS.block_tokens, DEFAULTS.bos, DEFAULTS.repeat_fraction,
+        DEFAULTS.repeat_min, DEFAULTS.repeat_max, DEFAULTS.repeat_min, DEFAULTS.repeat_max,
+        DEFAULTS.models, DEFAULTS.d_model,
         DEFAULTS.heads, DEFAULTS.seq_len, DEFAULTS.ln,
         DEFAULTS.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random", DEFAULTS.pos_amp,
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
@@ -338,6 +349,7 @@ static const struct option LONGOPTS[] = {
     {"d-vocab", required_argument, 0, 0}, {"eval-windows", required_argument, 0, 0},
     {"data-seed", required_argument, 0, 0}, {"val-fraction", required_argument, 0, 0},
     {"block-tokens", required_argument, 0, 0}, {"bos", required_argument, 0, 0},
+    {"repeat-fraction", required_argument, 0, 0}, {"repeat-len", required_argument, 0, 0},
     {"models", required_argument, 0, 0}, {"d-model", required_argument, 0, 0},
     {"heads", required_argument, 0, 0}, {"seq-len", required_argument, 0, 0},
     {"ln", required_argument, 0, 0}, {"positional", required_argument, 0, 0},
@@ -380,6 +392,19 @@ static void on_option(const char *name, const char *v, void *ud) {
         else if (!strcmp(a, "--val-fraction")) o->val_fraction = parse_f64(a, v, 1e-6, 0.9);
         else if (!strcmp(a, "--block-tokens")) o->block_tokens = parse_u64(a, v, 0, UINT64_MAX);
         else if (!strcmp(a, "--bos")) o->bos = (uint32_t)parse_u64(a, v, 0, 1);
+        else if (!strcmp(a, "--repeat-fraction")) o->repeat_fraction = parse_f64(a, v, 0, 1);
+        else if (!strcmp(a, "--repeat-len")) {
+            const char *comma = strchr(v, ',');
+            char lo[32];
+            if (!comma || (size_t)(comma - v) >= sizeof lo)
+                bad_input("--repeat-len must be MIN,MAX (tokens), got '%s'", v);
+            memcpy(lo, v, (size_t)(comma - v));
+            lo[comma - v] = 0;
+            o->repeat_min = (uint32_t)parse_u64(a, lo, 1, 1 << 20);
+            o->repeat_max = (uint32_t)parse_u64(a, comma + 1, 1, 1 << 20);
+            if (o->repeat_min > o->repeat_max)
+                bad_input("--repeat-len: MIN %u is above MAX %u", o->repeat_min, o->repeat_max);
+        }
         else if (!strcmp(a, "--models")) o->models = v;
         else if (!strcmp(a, "--d-model")) o->d_model = (uint32_t)parse_u64(a, v, 1, 1 << 16);
         else if (!strcmp(a, "--heads")) o->heads = (uint32_t)parse_u64(a, v, 1, 1024);
@@ -455,6 +480,9 @@ static void parse_args(int argc, char **argv, options *o) {
     if (S_ISDIR(st.st_mode) && !o->suffix)
         fprintf(stderr, "%s: note: --text is a directory and no --suffix is given: every file "
                         "under it is read\n", prog);
+    if (o->repeat_fraction > 0 && o->seq_len / 2 < o->repeat_min)
+        bad_input("--repeat-len MIN %u does not fit twice in --seq-len %u", o->repeat_min,
+                  o->seq_len);
     if (o->seq_len < 512 && !o->allow_short)
         bad_input("--seq-len %u is below 512: the ICL score needs the loss of the 500th token "
                   "(pass --allow-short for a quick test with a shortened score)", o->seq_len);
@@ -1802,6 +1830,17 @@ static int judge_file(const char *path) {
     return 0;
 }
 
+/* The curriculum as the report states it. */
+static const char *curriculum_line(const options *o, uint32_t T) {
+    static char line[256];
+    uint32_t hi = o->repeat_max < T / 2 ? o->repeat_max : T / 2;
+    snprintf(line, sizeof line,
+             "training curriculum: %g of training windows carry a repeated span of %u..%u "
+             "tokens (evaluation: untouched held-out text)",
+             o->repeat_fraction, o->repeat_min, hi);
+    return line;
+}
+
 /* Markdown report (also printed at the end). */
 static char *markdown(shared *sh, const check *c, const char *dir) {
     size_t cap = 1 << 16, off = 0;
@@ -1824,6 +1863,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
        o->d_model, o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
        (unsigned long long)o->steps, (double)o->steps * o->batch * sh->T / 1e6,
        (unsigned long long)o->eval_every, sh->E);
+    if (o->repeat_fraction > 0) MD("%s\n\n", curriculum_line(o, sh->T));
     char hn[32], pct[64];
     MD("ICL scores: band estimator (loss averaged over ±%u tokens around tokens %u and %u), "
        "mean ± standard error by batch means. The figures the checks read come from the "
@@ -2022,6 +2062,11 @@ int main(int argc, char **argv) {
     int rc;
     cJSON *data = cJSON_CreateObject();
     open_dataset(&o, o.eval_windows, &d);
+    /* the curriculum changes the train split of the training dataset only; every
+     * evaluation (the driver's per-step metrics, the large one, the ablations', the
+     * previous-token score) reads eval splits, which it never changes */
+    if ((rc = induct_dataset_set_repeats(d, o.repeat_fraction, o.repeat_min, o.repeat_max)))
+        lib_fail(rc, "setting the repeated-span curriculum");
     /* the same text with more evaluation windows: the evaluation the checks read and the
      * ablations' (the split does not depend on the number of windows) */
     open_dataset(&o, o.icl_windows, &d_big);
@@ -2163,6 +2208,7 @@ int main(int argc, char **argv) {
            (unsigned long long)o.warmup, o.cosine ? "cosine" : "constant", o.batch,
            (unsigned long long)o.steps, tok_model / 1e6, tok_model * n_models / 1e6,
            (unsigned long long)o.eval_every, sh.late, sh.early, o.icl_band);
+    if (o.repeat_fraction > 0) printf("%s\n", curriculum_line(&o, sh.T));
     printf("running: %u job%s at once, %u thread%s per model, output in %s\n", o.jobs,
            o.jobs > 1 ? "s" : "", o.threads, o.threads > 1 ? "s" : "", o.out);
     if (o.estimate) {
@@ -2338,6 +2384,19 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(tcfg, "steps", (double)o.steps);
     cJSON_AddNumberToObject(tcfg, "tokens_per_step", (double)o.batch * sh.T);
     cJSON_AddNumberToObject(tcfg, "tokens_per_model", tok_model);
+    {
+        cJSON *cur = cJSON_AddObjectToObject(tcfg, "curriculum");
+        cJSON_AddStringToObject(cur, "kind", o.repeat_fraction > 0 ? "repeated_span" : "none");
+        cJSON_AddNumberToObject(cur, "repeat_fraction", o.repeat_fraction);
+        cJSON_AddNumberToObject(cur, "repeat_min_len", o.repeat_min);
+        cJSON_AddNumberToObject(cur, "repeat_max_len", o.repeat_max);
+        cJSON_AddNumberToObject(cur, "repeat_max_len_effective",
+                                o.repeat_max < sh.T / 2 ? o.repeat_max : sh.T / 2);
+        cJSON_AddStringToObject(cur, "applies_to",
+                                "training windows only (their train loss included); every "
+                                "evaluation is on untouched held-out text");
+        cJSON_AddStringToObject(cur, "source", "Sabry & Belz 2025");
+    }
     cJSON_AddStringToObject(tcfg, "note", "null weight_decay / grad_clip / init_std / "
                                           "smear_alpha_init mean the library default");
     cJSON *ecfg = cJSON_AddObjectToObject(cfg, "evaluation");

@@ -412,6 +412,31 @@ def test_sinusoidal_positions_and_short_context(corpus, tmp_path):
     assert s["checks"]["two_layer_phase_change"]["status"] == "not_run"
 
 
+def test_repeat_curriculum(corpus, tmp_path):
+    """--repeat-fraction/--repeat-len: recorded in summary.json and stated in summary.md;
+    the training windows change (the train loss), the evaluation data do not (the
+    untrained model's evaluation at step 0 is the same as without the curriculum)."""
+    short = ["--text", corpus, "--models", "1L", "--seq-len", "128", "--allow-short"] + TINY
+    plain, rep = str(tmp_path / "plain"), str(tmp_path / "rep")
+    r0 = run(short + ["--out", plain])
+    r1 = run(short + ["--out", rep, "--repeat-fraction", "1", "--repeat-len", "4,100"])
+    assert r0.returncode == 0 and r1.returncode == 0, r0.stderr + r1.stderr
+    line = ("training curriculum: 1 of training windows carry a repeated span of 4..64 tokens "
+            "(evaluation: untouched held-out text)")  # 100 capped at seq-len / 2
+    assert line in open(os.path.join(rep, "summary.md")).read() and line in r1.stdout
+    assert "training curriculum" not in open(os.path.join(plain, "summary.md")).read()
+    cur = json.load(open(os.path.join(rep, "summary.json")))["config"]["training"]["curriculum"]
+    assert (cur["kind"], cur["repeat_fraction"], cur["repeat_min_len"], cur["repeat_max_len"],
+            cur["repeat_max_len_effective"]) == ("repeated_span", 1, 4, 100, 64)
+    cur0 = json.load(open(os.path.join(plain, "summary.json")))["config"]["training"]["curriculum"]
+    assert (cur0["kind"], cur0["repeat_fraction"]) == ("none", 0)
+    a, b = records_of(plain), records_of(rep)
+    assert a[0]["step"] == b[0]["step"] == 0
+    for key in ("eval_loss", "loss_by_position", "loss_vectors"):
+        assert a[0][key] == b[0][key], key
+    assert a[1]["train_loss"] != b[1]["train_loss"]
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--bogus", "1"], "unknown flag"),
     (["--steps"], "needs a value"),
@@ -423,6 +448,12 @@ def test_sinusoidal_positions_and_short_context(corpus, tmp_path):
     (["--smooth", "2"], "odd"),
     (["--format", "u8"], "--format"),
     (["--positional", "none", "--pos-init", "sinusoidal"], "needs positions"),
+    (["--repeat-fraction", "1.5"], "--repeat-fraction must be in"),
+    (["--repeat-fraction", "nan"], "--repeat-fraction needs a number"),
+    (["--repeat-len", "8"], "MIN,MAX"),
+    (["--repeat-len", "9,8"], "above MAX"),
+    (["--repeat-len", "0,8"], "--repeat-len must be in"),
+    (["--repeat-fraction", "0.5", "--repeat-len", "300,400"], "does not fit twice"),
 ])
 def test_bad_input(corpus, tmp_path, args, needle):
     r = run(["--text", corpus, "--out", str(tmp_path / "x")] + args)
