@@ -72,6 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check_rc(rc);
     if (d) {
         uint32_t V = induct_dataset_d_vocab(d);
+        if (s[0] & 32) { /* the repeated-span curriculum on the train windows */
+            uint32_t lo = 1u + s[5] % 16u;
+            check_rc(induct_dataset_set_repeats(d, (s[7] & 3) / 3.0, lo, lo + s[4] % 32u));
+        }
         static int32_t tok[4 * 257], meta[4];
         for (uint32_t split = 0; split < 2; split++) {
             rc = induct_dataset_batch(d, split, s[7], 4, T, tok, 4 * 257, meta, 4);
