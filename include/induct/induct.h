@@ -638,8 +638,9 @@ INDUCT_API int induct_dataset_bos(const induct_dataset *dataset, int32_t *bos_ou
  * @param meta_cap Capacity of `meta_out` in elements (ignored if it is NULL).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, batch 0, seq_len < 2, unknown split);
  *         ::INDUCT_ERANGE (seq_len too short for the generator's blocks, a distinct
- *         block longer than the token range, or a window longer than the token
- *         array allows); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch);
+ *         block longer than the token range, a window longer than the token
+ *         array allows, or a train window shorter than twice the repeated span's
+ *         `min_len`, induct_dataset_set_repeats()); ::INDUCT_EBUFSIZE (capacity below batch·seq_len or batch);
  *         ::INDUCT_EIO (a token file that can no longer be read: truncated or changed
  *         while in use; the outputs are then unspecified).
  * @since 0.1 Thread-safe: the dataset is only read.
