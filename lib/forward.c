@@ -464,13 +464,10 @@ static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
     induct__linear_forward(lg, x, P(m->W_U), P(m->b_U), R, D, V, nt);
     double sum = 0.0;
     for (size_t i = 0; i < R; i++) {
-        const float *l = lg + i * V;
-        float mx = l[0];
-        for (size_t u = 1; u < V; u++) mx = l[u] > mx ? l[u] : mx;
-        double e = 0.0;
-        for (size_t u = 0; u < V; u++) e += exp((double)l[u] - mx);
-        /* the max cancels first, as in the cross-entropy kernel */
-        p->row_loss[i] = log(e) + ((double)mx - (double)l[p->tokens[p->rows[i] + 1]]);
+        /* the full pass's cross-entropy kernel, one row: the same bits from the same logits */
+        float mx;
+        double e;
+        p->row_loss[i] = induct__xent_row(lg + i * V, V, p->tokens[p->rows[i] + 1], &mx, &e);
         sum += p->row_loss[i];
     }
     return sum;

@@ -1134,30 +1134,39 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
 /* The loss of a row is log(sum) + (max - logit[target]): the two terms are added in this
  * order so that the max cancels exactly in double before the small log(sum) is added
  * (log(sum) + max first would lose log(sum) entirely once |max| is near 1e17). */
+/* One logits row: its max (*mx_out), sum_v exp(l[v] - max) (*s_out) and the loss of
+ * `target` in nats, rounded to float as every stored loss is. */
+float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, double *s_out) {
+    float mx;
+    double s;
+#ifdef INDUCT_AVX2
+    if (induct__simd_active()) {
+        mx = row_max_avx2(l, V);
+        s = sumexp_row_avx2(l, V, mx);
+    } else
+#endif
+    {
+        mx = row_max_scalar(l, V);
+        s = sumexp_row_scalar(l, V, mx);
+    }
+    *mx_out = mx;
+    *s_out = s;
+    return (float)(log(s) + ((double)mx - (double)l[target])); /* the max cancels first */
+}
+
 double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
-    int simd = induct__simd_active();
-    (void)simd;
     PFOR
     for (idx bt = 0; bt < (idx)(B * T); bt++) {
         size_t b = (size_t)bt / T, p = (size_t)bt % T;
-        const float *l = logits + (size_t)bt * V;
         float mx;
         double s;
-#ifdef INDUCT_AVX2
-        if (simd) {
-            mx = row_max_avx2(l, V);
-            s = sumexp_row_avx2(l, V, mx);
-        } else
-#endif
-        {
-            mx = row_max_scalar(l, V);
-            s = sumexp_row_scalar(l, V, mx);
-        }
+        /* the last position has no next token: its max and sum are still kept */
+        float loss = induct__xent_row(logits + (size_t)bt * V, V, p + 1 < T ? tokens[bt + 1] : 0,
+                                      &mx, &s);
         sumexp[bt] = (float)s;
         if (rowmax) rowmax[bt] = mx;
-        if (p + 1 < T)
-            losses[b * (T - 1) + p] = (float)(log(s) + ((double)mx - (double)l[tokens[bt + 1]]));
+        if (p + 1 < T) losses[b * (T - 1) + p] = loss;
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];

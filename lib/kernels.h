@@ -148,6 +148,10 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
  * logits. */
 double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
                                 const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
+/* One row of induct__xent_forward_lse: *mx_out = max_v l[v], *s_out = sum_v exp(l[v] -
+ * max), returns the loss -ln softmax(l)[target] in nats rounded to float (the same bits
+ * as the batched kernel gives that row). Thread-safe. */
+float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, double *s_out);
 /* dlogits (overwrite) = (exp(logits - max) / sumexp - onehot) * scale for p < T-1, 0 at
  * p = T-1; max from rowmax, or recomputed from logits when rowmax is NULL (the same
  * value: one pass over the logits less). */
