@@ -2,18 +2,21 @@
  * Concepts"), the loss-by-position curve, per-token loss vectors (Appendix "Data
  * Collection") and the phase-change window. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis_internal.h"
 
 #define STRUCT_SIZE_CAP 4096
+/* the first layout, without positions: callers compiled against it still work */
+#define EVAL_CONFIG_MIN offsetof(induct_eval_config, positions)
 
 INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size) {
     INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_eval_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_eval_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
+    INDUCT_FAIL_IF(size < EVAL_CONFIG_MIN || size > STRUCT_SIZE_CAP, INDUCT_EABI,
                    "induct_eval_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_eval_config), STRUCT_SIZE_CAP);
+                   (size_t)EVAL_CONFIG_MIN, STRUCT_SIZE_CAP);
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->n_seq = 8;
@@ -30,7 +33,8 @@ INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size) {
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,
                         int need_icl, const char *fn) {
     induct_eval_config_init(c, sizeof *c);
-    if (cfg) INDUCT_TRY(induct__struct_in(c, sizeof *c, sizeof *c, cfg, "induct_eval_config"));
+    if (cfg)
+        INDUCT_TRY(induct__struct_in(c, sizeof *c, EVAL_CONFIG_MIN, cfg, "induct_eval_config"));
     if (c->seq_len == 0) c->seq_len = m->cfg.n_ctx;
     INDUCT_FAIL_IF(c->n_seq == 0, INDUCT_EINVAL, "%s: n_seq must be >= 1", fn);
     INDUCT_FAIL_IF(c->chunk == 0, INDUCT_EINVAL, "%s: chunk must be >= 1", fn);
@@ -44,6 +48,20 @@ int induct__eval_config(induct_eval_config *c, const induct_model *m, const indu
                    "%s: the context is too short: the loss of token %u needs seq_len >= %u, "
                    "got %u",
                    fn, c->late, c->late + 1, c->seq_len);
+    INDUCT_FAIL_IF(c->reserved0 != 0, INDUCT_EINVAL, "%s: reserved0 must be 0", fn);
+    INDUCT_FAIL_IF(c->n_positions && !c->positions, INDUCT_EINVAL,
+                   "%s: positions is NULL with n_positions %u", fn, c->n_positions);
+    INDUCT_FAIL_IF(!c->n_positions && c->positions, INDUCT_EINVAL,
+                   "%s: positions is set with n_positions 0 (NULL and 0 mean every position)",
+                   fn);
+    for (uint32_t j = 0; j < c->n_positions; j++) {
+        INDUCT_FAIL_IF(c->positions[j] >= c->seq_len - 1, INDUCT_ERANGE,
+                       "%s: positions[%u] = %u outside [0, seq_len - 2 = %u]", fn, j,
+                       c->positions[j], c->seq_len - 2);
+        INDUCT_FAIL_IF(j > 0 && c->positions[j] <= c->positions[j - 1], INDUCT_EINVAL,
+                       "%s: positions must increase strictly (positions[%u] = %u after %u)", fn,
+                       j, c->positions[j], c->positions[j - 1]);
+    }
     if (c->chunk > c->n_seq) c->chunk = c->n_seq;
     return INDUCT_OK;
 }
@@ -88,6 +106,8 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
     ev->e = c.early - 1;
     ev->t = c.late - 1;
     ev->pos_seed = c.pos_seed;
+    ev->sel = c.positions;
+    ev->n_sel = c.n_positions;
     return INDUCT_OK;
 }
 
@@ -125,21 +145,71 @@ static int eval_pass(induct_model *m, const induct__eval *ev, double *sum_out, c
     return INDUCT_OK;
 }
 
-int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl) {
-    double se = 0.0, st = 0.0;
-    uint32_t T1 = ev->T - 1;
-    for (uint32_t s0 = 0; s0 < ev->n_seq; s0 += ev->chunk) {
-        INDUCT_TRY(induct__an_interrupted(m, "icl score"));
+/* One pass over the set computing the loss only at positions sel[0..n_sel) of every
+ * sequence and, when pos is not NULL, at pos[i] of sequence i: sum_out[j] (n_sel) sums
+ * the loss at sel[j] over the sequences, vec_out[i] (n_seq, with pos) is the loss at
+ * pos[i]. The forward pass's row path (final LayerNorm, logits and loss at those rows
+ * only); per row the same bits as the full pass's losses, summed in the same order. */
+static int eval_rows(induct_model *m, const induct__eval *ev, const uint32_t *sel, uint32_t n_sel,
+                     const uint32_t *pos, double *sum_out, float *vec_out, const char *fn) {
+    size_t k = (size_t)n_sel + (pos != NULL), R = k * ev->chunk; /* k <= T, chunk <= n_seq */
+    size_t *rows = malloc(R * sizeof *rows);
+    double *loss = malloc(R * sizeof *loss);
+    int rc = rows && loss ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+    memset(sum_out, 0, (size_t)n_sel * sizeof *sum_out);
+    for (uint32_t s0 = 0; rc == INDUCT_OK && s0 < ev->n_seq; s0 += ev->chunk) {
+        rc = induct__an_interrupted(m, fn);
+        if (rc != INDUCT_OK) break;
         uint32_t B = ev->n_seq - s0 < ev->chunk ? ev->n_seq - s0 : ev->chunk;
-        INDUCT_TRY(induct__eval_chunk(m, ev, s0, B));
-        const float *L = induct__ws(m, m->a_losses);
         for (uint32_t b = 0; b < B; b++) {
-            se += L[(size_t)b * T1 + ev->e];
-            st += L[(size_t)b * T1 + ev->t];
+            for (uint32_t j = 0; j < n_sel; j++) rows[b * k + j] = (size_t)b * ev->T + sel[j];
+            if (pos) rows[b * k + n_sel] = (size_t)b * ev->T + pos[s0 + b];
+        }
+        induct__pass p = induct__pass_of(ev->tok + (size_t)s0 * ev->T, B, ev->T);
+        p.rows = rows;
+        p.n_rows = k * B;
+        p.row_loss = loss;
+        rc = induct__forward(m, &p, NULL);
+        if (rc != INDUCT_OK) break;
+        for (uint32_t b = 0; b < B; b++) {
+            for (uint32_t j = 0; j < n_sel; j++) sum_out[j] += loss[b * k + j];
+            if (pos) vec_out[s0 + b] = (float)loss[b * k + n_sel];
         }
     }
-    *icl = induct__icl(st, se, ev->n_seq);
+    free(rows);
+    free(loss);
+    return rc;
+}
+
+int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl) {
+    const uint32_t sel[2] = {ev->e, ev->t};
+    double sum[2];
+    INDUCT_TRY(eval_rows(m, ev, sel, 2, NULL, sum, NULL, "icl score"));
+    *icl = induct__icl(sum[1], sum[0], ev->n_seq);
     return INDUCT_OK;
+}
+
+/* One pass over the set, full or at the caller's positions (ev->sel): the mean loss per
+ * position (avg_out [T-1], NaN where not computed; may be NULL) and the loss of sequence
+ * i at pos[i] (vec_out [n_seq], may be NULL). */
+static int eval_means(induct_model *m, const induct__eval *ev, float *avg_out,
+                      const uint32_t *pos, float *vec_out, const char *fn) {
+    uint32_t T1 = ev->T - 1, n = ev->n_sel ? ev->n_sel : T1;
+    double *sum = malloc((size_t)n * sizeof *sum);
+    INDUCT_FAIL_IF(!sum, INDUCT_ENOMEM, "%s: out of memory", fn);
+    int rc = ev->n_sel ? eval_rows(m, ev, ev->sel, ev->n_sel, vec_out ? pos : NULL, sum, vec_out, fn)
+                       : eval_pass(m, ev, sum, pos, vec_out, fn);
+    if (rc == INDUCT_OK && avg_out) {
+        if (ev->n_sel) {
+            for (uint32_t p = 0; p < T1; p++) avg_out[p] = NAN;
+            for (uint32_t j = 0; j < ev->n_sel; j++)
+                avg_out[ev->sel[j]] = (float)(sum[j] / ev->n_seq);
+        } else {
+            for (uint32_t p = 0; p < T1; p++) avg_out[p] = (float)(sum[p] / ev->n_seq);
+        }
+    }
+    free(sum);
+    return rc;
 }
 
 INDUCT_API int induct_analysis_icl_score(induct_model *m, const induct_dataset *d,
@@ -174,19 +244,8 @@ int induct__analysis_loss_by_position(induct_model *m, const induct_dataset *d,
     const char *fn = "induct_analysis_loss_by_position";
     induct__eval ev;
     INDUCT_TRY(induct__eval_open(&ev, m, d, cfg, 0, fn));
-    uint32_t T1 = ev.T - 1;
-    int rc = induct__an_out(fn, "[seq_len - 1]", T1, out, out_cap, out_len);
-    double *sum = NULL;
-    if (rc == INDUCT_OK) {
-        sum = malloc((size_t)T1 * sizeof *sum);
-        if (!sum) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
-    }
-    if (rc == INDUCT_OK) rc = eval_pass(m, &ev, sum, NULL, NULL, fn);
-    if (rc == INDUCT_OK) {
-        for (uint32_t p = 0; p < T1; p++)
-            out[p] = (float)(sum[p] / ev.n_seq);
-    }
-    free(sum);
+    int rc = induct__an_out(fn, "[seq_len - 1]", ev.T - 1, out, out_cap, out_len);
+    if (rc == INDUCT_OK) rc = eval_means(m, &ev, out, NULL, NULL, fn);
     induct__eval_close(&ev);
     return rc;
 }
@@ -234,26 +293,20 @@ int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
     else if (avg_out && avg_cap < T1)
         rc = induct__fail(INDUCT_EBUFSIZE, "%s: avg_out needs %u floats ([seq_len - 1]), holds %zu",
                           fn, T1, avg_cap);
-    double *sum = NULL;
     uint32_t *pos = NULL;
     float *vec = NULL;
     if (rc == INDUCT_OK) {
-        sum = malloc((size_t)T1 * sizeof *sum);
         pos = malloc((size_t)ev.n_seq * sizeof *pos);
         vec = malloc((size_t)ev.n_seq * sizeof *vec);
-        if (!sum || !pos || !vec) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
+        if (!pos || !vec) rc = induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     }
     if (rc == INDUCT_OK) {
         positions(ev.pos_seed, ev.n_seq, ev.T, pos);
-        rc = eval_pass(m, &ev, sum, pos, vec, fn);
+        /* the whole (a) vector is computed, so a pass at chosen positions must also run
+         * each sequence's own random position */
+        rc = eval_means(m, &ev, avg_out, pos, per_seq_out ? vec : NULL, fn);
     }
-    if (rc == INDUCT_OK) {
-        if (per_seq_out) memcpy(per_seq_out, vec, (size_t)ev.n_seq * sizeof *vec);
-        if (avg_out)
-            for (uint32_t p = 0; p < T1; p++)
-                avg_out[p] = (float)(sum[p] / ev.n_seq);
-    }
-    free(sum);
+    if (rc == INDUCT_OK && per_seq_out) memcpy(per_seq_out, vec, (size_t)ev.n_seq * sizeof *vec);
     free(pos);
     free(vec);
     induct__eval_close(&ev);

@@ -53,6 +53,8 @@ typedef struct induct__eval {
     uint32_t n_seq, T, chunk;
     uint32_t e, t; /* loss indices: early - 1, late - 1 */
     uint64_t pos_seed;
+    const uint32_t *sel; /* the caller's positions (strictly increasing, < T - 1), or NULL */
+    uint32_t n_sel;      /* 0: every position */
     induct_model *m; /* resource limits: the tokens count in m's memory while open */
     uint64_t held;
 } induct__eval;
@@ -65,7 +67,8 @@ void induct__eval_close(induct__eval *ev);
 /* Run sequences [s0, s0 + B) through the model; per-token losses are then in the
  * workspace at m->a_losses, [B][T-1]. Ablations in force apply. */
 int induct__eval_chunk(induct_model *m, const induct__eval *ev, uint32_t s0, uint32_t B);
-/* ICL score over the whole set with the ablations in force. */
+/* ICL score over the whole set with the ablations in force; only the two indices are
+ * computed (the same bits as from the full pass's losses). */
 int induct__eval_icl(induct_model *m, const induct__eval *ev, double *icl);
 /* Validated config copy (defaults for NULL) and the resolved seq_len. */
 int induct__eval_config(induct_eval_config *c, const induct_model *m, const induct_eval_config *cfg,

@@ -71,7 +71,7 @@ _Static_assert(offsetof(induct_token_file_config, block_tokens) == 32, "induct_t
 _Static_assert(offsetof(induct_token_file_config, resident_limit) == 40, "induct_token_file_config.resident_limit");
 _Static_assert(offsetof(induct_token_file_config, seed) == 48, "induct_token_file_config.seed");
 _Static_assert(offsetof(induct_token_file_config, max_bytes) == 56, "induct_token_file_config.max_bytes");
-_Static_assert(sizeof(induct_eval_config) == 48, "induct_eval_config size");
+_Static_assert(sizeof(induct_eval_config) == 64, "induct_eval_config size");
 _Static_assert(offsetof(induct_eval_config, size) == 0, "induct_eval_config.size");
 _Static_assert(offsetof(induct_eval_config, n_seq) == 8, "induct_eval_config.n_seq");
 _Static_assert(offsetof(induct_eval_config, seq_len) == 12, "induct_eval_config.seq_len");
@@ -81,6 +81,9 @@ _Static_assert(offsetof(induct_eval_config, late) == 24, "induct_eval_config.lat
 _Static_assert(offsetof(induct_eval_config, split) == 28, "induct_eval_config.split");
 _Static_assert(offsetof(induct_eval_config, batch_index) == 32, "induct_eval_config.batch_index");
 _Static_assert(offsetof(induct_eval_config, pos_seed) == 40, "induct_eval_config.pos_seed");
+_Static_assert(offsetof(induct_eval_config, positions) == 48, "induct_eval_config.positions");
+_Static_assert(offsetof(induct_eval_config, n_positions) == 56, "induct_eval_config.n_positions");
+_Static_assert(offsetof(induct_eval_config, reserved0) == 60, "induct_eval_config.reserved0");
 _Static_assert(sizeof(induct_probe_config) == 48, "induct_probe_config size");
 _Static_assert(offsetof(induct_probe_config, size) == 0, "induct_probe_config.size");
 _Static_assert(offsetof(induct_probe_config, n_seq) == 8, "induct_probe_config.n_seq");

@@ -12,12 +12,14 @@
 /* Frozen layouts of the analysis config structs (LP64): fields are only ever appended. */
 #include <stddef.h>
 #if UINTPTR_MAX == 0xffffffffffffffffu
-_Static_assert(sizeof(induct_eval_config) == 48, "induct_eval_config layout");
+_Static_assert(sizeof(induct_eval_config) == 64, "induct_eval_config layout");
 _Static_assert(offsetof(induct_eval_config, n_seq) == 8 &&
                    offsetof(induct_eval_config, late) == 24 &&
                    offsetof(induct_eval_config, split) == 28 &&
                    offsetof(induct_eval_config, batch_index) == 32 &&
-                   offsetof(induct_eval_config, pos_seed) == 40,
+                   offsetof(induct_eval_config, pos_seed) == 40 &&
+                   offsetof(induct_eval_config, positions) == 48 &&
+                   offsetof(induct_eval_config, n_positions) == 56,
                "induct_eval_config offsets");
 _Static_assert(sizeof(induct_probe_config) == 48, "induct_probe_config layout");
 _Static_assert(offsetof(induct_probe_config, bos) == 20 &&

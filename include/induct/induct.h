@@ -1429,6 +1429,18 @@ typedef struct induct_eval_config {
     uint64_t batch_index; /**< Which batch of the split is the evaluation set. Default 0. */
     uint64_t pos_seed;    /**< Seed of the fixed random position per sequence
                                (induct_analysis_loss_vectors()). Default 0. */
+    const uint32_t *positions; /**< The context indices p (0-based, strictly
+                               increasing, each < seq_len − 1) at which
+                               induct_analysis_loss_by_position() and the `avg_out` of
+                               induct_analysis_loss_vectors() compute the loss; the other
+                               indices are NaN. The final LayerNorm, unembedding and
+                               cross-entropy then run at these rows only (the same bits at
+                               these indices as the full pass). Borrowed for the duration of
+                               the call. NULL with `n_positions` 0 (the default): every
+                               position. Other analyses ignore it (the ICL score always
+                               computes only its two indices). */
+    uint32_t n_positions; /**< Length of `positions`; 0 = every position. Default 0. */
+    uint32_t reserved0;   /**< Must be 0. */
 } induct_eval_config;
 
 /**

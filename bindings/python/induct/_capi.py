@@ -175,6 +175,7 @@ class EvalConfig(_Sized):
         ("size", c_size_t), ("n_seq", c_uint32), ("seq_len", c_uint32), ("chunk", c_uint32),
         ("early", c_uint32), ("late", c_uint32), ("split", c_uint32),
         ("batch_index", c_uint64), ("pos_seed", c_uint64),
+        ("positions", POINTER(c_uint32)), ("n_positions", c_uint32), ("reserved0", c_uint32),
     ]
 
 

@@ -10,7 +10,9 @@ Configuration keywords are the fields of the C config structs:
 
 * evaluation set (induct_eval_config): n_seq (8), seq_len (0 = n_ctx), chunk (4),
   early (50), late (500), split ('train' or 'eval', default 'eval'), batch_index (0),
-  pos_seed (0);
+  pos_seed (0), positions (None = every position; else strictly increasing context
+  indices < seq_len - 1 at which loss_by_position / loss_vectors' average compute the
+  loss, NaN elsewhere);
 * probe sequences (induct_probe_config): n_seq (10), block_len (25), n_repeats (4),
   bos (0; None or -1 for none), token_lo (1), token_hi (0 = d_vocab), copying_bos (0),
   seed (0).
@@ -18,6 +20,7 @@ Configuration keywords are the fields of the C config structs:
 Defaults (in parentheses) come from the library's `_init` functions.
 """
 import collections
+import ctypes
 import math
 import numbers
 
@@ -59,7 +62,30 @@ when used, copying)."""
 
 
 def _eval_config(kw):
-    return EvalConfig.from_kwargs(kw, {"split": SPLIT})
+    kw = dict(kw)
+    if "n_positions" in kw:
+        raise TypeError("n_positions is set from positions; pass positions only")
+    positions = kw.pop("positions", None)
+    cfg = EvalConfig.from_kwargs(kw, {"split": SPLIT})
+    if positions is not None:
+        # uint32 context indices; non-integers are refused (TypeError), values outside
+        # uint32 too (OutOfRange, never wrapped); the C side checks the order and range
+        buf, shape = _arrays.flat(positions, "I")
+        if len(shape) != 1:
+            raise ValueError(f"positions must be 1-D, got shape {tuple(shape)}")
+        if len(buf) == 0:
+            raise ValueError("positions is empty; pass None (the default) for every position")
+        if len(buf) > 2**32 - 1:
+            raise OverflowError("too many positions for the uint32 count")
+        if hasattr(buf, "ctypes"):
+            ptr = buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32))
+        else:
+            ptr = ctypes.cast((ctypes.c_uint32 * len(buf)).from_buffer(buf),
+                              ctypes.POINTER(ctypes.c_uint32))
+        cfg.positions = ptr
+        cfg.n_positions = len(buf)
+        cfg._positions_keep = buf  # the C struct borrows it: keep it alive with cfg
+    return cfg
 
 
 def _probe_config(kw):
