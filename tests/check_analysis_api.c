@@ -150,6 +150,159 @@ START_TEST(test_loss_vectors) {
 }
 END_TEST
 
+/* ---- loss at chosen positions (induct_eval_config.positions) ------------------------ */
+
+/* How far two evaluations of the same per-position mean loss may differ when only the
+ * rounding of the unembedding product differs (a BLAS may round a logits row
+ * differently depending on where it sits in the product), from float rounding alone:
+ * a logit b_u + sum_k x_k W_ku in float is off by at most g * S_u with g = (D+1) u /
+ * (1 - (D+1) u), u = 2^-24, S_u = |b_u| + sum_k |x_k| |W_ku|, and |x_k| <= |w_k|
+ * sqrt(D - 1) + |b_k| after the final LayerNorm (a normalised entry is at most
+ * sqrt(D - 1)). Two such evaluations differ by 2 g S_max per logit, so the loss (the
+ * log-sum-exp minus the target logit) by at most 4 g S_max; plus a few float roundings
+ * of the loss itself (the float exp terms, the loss and the mean stored as float). */
+static double logit_rounding_tol(induct_model *m, double loss) {
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    ck_ok(induct_model_get_config(m, &c));
+    size_t D = c.d_model, V = c.d_vocab, len;
+    ck_assert_uint_eq(c.layer_norm, 1);
+    float *w = malloc(D * sizeof *w), *b = malloc(D * sizeof *b);
+    float *WU = malloc(D * V * sizeof *WU), *bU = malloc(V * sizeof *bU);
+    ck_ok(induct_model_get_tensor(m, "ln_final.w", INDUCT_BUF_PARAM, w, D, &len));
+    ck_ok(induct_model_get_tensor(m, "ln_final.b", INDUCT_BUF_PARAM, b, D, &len));
+    ck_ok(induct_model_get_tensor(m, "unembed.W_U", INDUCT_BUF_PARAM, WU, D * V, &len));
+    ck_ok(induct_model_get_tensor(m, "unembed.b_U", INDUCT_BUF_PARAM, bU, V, &len));
+    double smax = 0;
+    for (size_t u = 0; u < V; u++) {
+        double su = fabs(bU[u]);
+        for (size_t k = 0; k < D; k++)
+            su += (fabs(w[k]) * sqrt((double)D - 1) + fabs(b[k])) * fabs(WU[k * V + u]);
+        if (su > smax) smax = su;
+    }
+    free(w), free(b), free(WU), free(bU);
+    double u = ldexp(1.0, -24), g = (D + 1) * u / (1 - (D + 1) * u);
+    return 4 * g * smax + 8 * u * (fabs(loss) > 1 ? fabs(loss) : 1);
+}
+
+/* The loss by position at chosen indices equals the full pass's there (the same
+ * cross-entropy kernel; the logits within float rounding, bit-identical when the BLAS
+ * rounds the rows alike), NaN elsewhere; the per-sequence vector is still complete;
+ * the ICL score, which computes only its two indices, equals the one from the full
+ * forward pass's losses; with a head ablated the same holds. */
+START_TEST(test_positions) {
+    induct_model *m = rand_model(2, 0, 1, INDUCT_POS_STANDARD, 0, 4);
+    induct_dataset *d = rrt(16);
+    enum { N = 6, T = 24, K = 5 };
+    const uint32_t sel[K] = {0, 3, 4, 19, T - 2};
+    int32_t tok[N * T];
+    ck_ok(induct_dataset_batch(d, INDUCT_SPLIT_EVAL, 0, N, T, tok, N * T, NULL, 0));
+    for (int ablated = 0; ablated < 2; ablated++) {
+        if (ablated) ck_ok(induct_model_ablate_head(m, 0, 1, INDUCT_ABLATE_ZERO));
+        induct_eval_config ec;
+        small_eval(&ec);
+        float full[T - 1], vfull[N], part[T - 1], avg[T - 1], vpart[N];
+        size_t len;
+        ck_ok(induct_analysis_loss_vectors(m, d, &ec, vfull, N, full, T - 1));
+        ec.positions = sel;
+        ec.n_positions = K;
+        ck_ok(induct_analysis_loss_by_position(m, d, &ec, part, T - 1, &len));
+        ck_assert_uint_eq(len, T - 1);
+        ck_ok(induct_analysis_loss_vectors(m, d, &ec, vpart, N, avg, T - 1));
+        int j = 0, same_bits = 1;
+        for (int p = 0; p < T - 1; p++) {
+            if (j < K && sel[j] == (uint32_t)p) {
+                ck_assert(isfinite(part[p]));
+                ck_assert_double_eq_tol(part[p], full[p], logit_rounding_tol(m, full[p]));
+                same_bits &= !memcmp(&part[p], &full[p], sizeof(float));
+                j++;
+            } else {
+                ck_assert_msg(isnan(part[p]), "position %d: %g, expected NaN", p, part[p]);
+            }
+            ck_assert_int_eq(isnan(avg[p]), isnan(part[p]));
+            if (!isnan(avg[p])) ck_assert_float_eq(avg[p], part[p]); /* one code path */
+        }
+        /* each sequence's own random position is computed too, wherever it is */
+        for (int i = 0; i < N; i++)
+            ck_assert_double_eq_tol(vpart[i], vfull[i], logit_rounding_tol(m, vfull[i]));
+        /* the ICL score against the full forward pass's losses, summed in the same order */
+        float losses[N * (T - 1)];
+        ck_ok(induct_model_forward(m, tok, N, T, NULL, 0, losses, N * (T - 1), NULL));
+        double se = 0, st = 0, icl;
+        for (int i = 0; i < N; i++) {
+            se += losses[i * (T - 1) + ec.early - 1];
+            st += losses[i * (T - 1) + ec.late - 1];
+        }
+        ec.positions = NULL;
+        ec.n_positions = 0;
+        ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));
+        ck_assert_double_eq_tol(icl, st / N - se / N,
+                                2 * logit_rounding_tol(m, fabs(st / N) + fabs(se / N)));
+        if (same_bits) /* the same logits bits: the same kernel gives the same losses */
+            ck_assert(icl == st / N - se / N);
+        if (ablated) { /* the ablation is in force in both paths */
+            float clean[T - 1];
+            ck_ok(induct_model_clear_ablations(m));
+            ck_ok(induct_analysis_loss_by_position(m, d, &ec, clean, T - 1, &len));
+            ck_assert(fabs(clean[19] - full[19]) > 1e-4);
+        }
+    }
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
+/* Bad positions are refused with a clear error; a caller compiled before the field
+ * existed (the 48-byte struct) still gets every position. */
+START_TEST(test_positions_bad_input) {
+    induct_model *m = rand_model(2, 0, 1, INDUCT_POS_STANDARD, 0, 4);
+    induct_dataset *d = rrt(16);
+    induct_eval_config ec;
+    small_eval(&ec);
+    float out[23];
+    size_t len;
+    const uint32_t dup[2] = {3, 3}, down[2] = {5, 4}, last[1] = {23}, ok1[1] = {22};
+    ec.n_positions = 2;
+    ck_assert_status(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len), INDUCT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "positions is NULL"));
+    ec.positions = dup;
+    ec.n_positions = 0;
+    ck_assert_status(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len), INDUCT_EINVAL);
+    ec.n_positions = 2;
+    ck_assert_status(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len), INDUCT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "increase strictly"));
+    ec.positions = down;
+    ck_assert_status(induct_analysis_loss_vectors(m, d, &ec, NULL, 0, out, 23), INDUCT_EINVAL);
+    ec.positions = last; /* index T - 1 has no next token */
+    ec.n_positions = 1;
+    ck_assert_status(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len), INDUCT_ERANGE);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "positions[0] = 23"));
+    ck_assert_status(induct_analysis_loss_positions(m, &ec, NULL, 0, &len), INDUCT_ERANGE);
+    ec.positions = ok1;
+    ec.reserved0 = 1;
+    ck_assert_status(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len), INDUCT_EINVAL);
+    ec.reserved0 = 0;
+    ck_ok(induct_analysis_loss_by_position(m, d, &ec, out, 23, &len));
+    ck_assert(isfinite(out[22]) && isnan(out[21]));
+    /* the first layout: 48 bytes, no positions */
+    float full[23], old[23];
+    induct_eval_config e0;
+    small_eval(&e0);
+    ck_ok(induct_analysis_loss_by_position(m, d, &e0, full, 23, &len));
+    unsigned char raw[48];
+    memcpy(raw, &e0, sizeof raw);
+    size_t sz = 48;
+    memcpy(raw, &sz, sizeof sz);
+    ck_ok(induct_analysis_loss_by_position(m, d, (const induct_eval_config *)(void *)raw, old, 23,
+                                           &len));
+    ck_assert(memcmp(full, old, sizeof full) == 0);
+    ck_assert_status(induct_eval_config_init((induct_eval_config *)(void *)raw, 40), INDUCT_EABI);
+    ck_ok(induct_eval_config_init((induct_eval_config *)(void *)raw, 48));
+    induct_dataset_free(d);
+    induct_model_free(m);
+}
+END_TEST
+
 START_TEST(test_probe_tokens) {
     induct_model_config c;
     induct_model_config_init(&c, sizeof c);
@@ -696,6 +849,8 @@ Suite *analysis_api_suite(void) {
     TCase *tc = tcase_create("api");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_loss_vectors);
+    tcase_add_test(tc, test_positions);
+    tcase_add_test(tc, test_positions_bad_input);
     tcase_add_test(tc, test_probe_tokens);
     tcase_add_test(tc, test_induction_score_definition);
     tcase_add_test(tc, test_phase_window);
