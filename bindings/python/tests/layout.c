@@ -50,7 +50,7 @@ int main(void) {
 #define S induct_eval_config
     BEGIN();
     F(size); F(n_seq); F(seq_len); F(chunk); F(early); F(late); F(split); F(batch_index);
-    F(pos_seed);
+    F(pos_seed); F(positions); F(n_positions); F(reserved0);
 #undef S
 #define S induct_probe_config
     BEGIN();
