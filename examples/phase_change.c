@@ -657,10 +657,25 @@ static const icl_est ICL_NONE = {0, 0, NAN, NAN, NAN, NAN, NULL};
 /* Evaluate `m` (ablations in force apply) on `d`'s evaluation windows in n_groups
  * batches of per_group (batch index g = windows g·per_group …); curve (optional, [T−1])
  * gets the loss by position averaged over every window. */
+/* The context indices band_icl reads: the ±w bands around early−1 and late−1, merged
+ * and strictly increasing (the library's rule for induct_eval_config.positions) into
+ * out [2 (2w + 1)]; returns how many. */
+static uint32_t band_positions(uint32_t early, uint32_t late, uint32_t w, uint32_t *out) {
+    uint32_t n = 0;
+    for (uint32_t k = 0; k <= 2 * w; k++) out[n++] = early - 1 - w + k;
+    for (uint32_t k = 0; k <= 2 * w; k++)
+        if (late - 1 - w + k > out[n - 1]) out[n++] = late - 1 - w + k;
+    return n;
+}
+
 static int eval_groups(const shared *sh, induct_model *m, const induct_dataset *d,
                        uint32_t n_groups, uint32_t per_group, float *buf, double *curve,
                        icl_est *e) {
     *e = ICL_NONE;
+    /* without the curve only the bands are needed: the library computes the final
+     * LayerNorm, unembedding and loss at those indices only (NaN elsewhere in buf) */
+    uint32_t w = sh->o->icl_band, *pos = curve ? NULL : xcalloc(2 * (2 * (size_t)w + 1), sizeof *pos);
+    uint32_t n_pos = pos ? band_positions(sh->early, sh->late, w, pos) : 0;
     e->n_groups = n_groups;
     e->per_group = per_group;
     e->g_band = xcalloc(n_groups, sizeof *e->g_band);
@@ -672,6 +687,8 @@ static int eval_groups(const shared *sh, induct_model *m, const induct_dataset *
         ec.n_seq = per_group;
         ec.chunk = per_group < 8 ? per_group : 8;
         ec.batch_index = g;
+        ec.positions = pos;
+        ec.n_positions = n_pos;
         if ((rc = induct_analysis_loss_vectors(m, d, &ec, NULL, 0, buf, sh->T - 1))) break;
         e->g_band[g] = band_icl(buf, sh->early, sh->late, sh->o->icl_band);
         gt[g] = (double)buf[sh->late - 1] - (double)buf[sh->early - 1];
@@ -683,6 +700,7 @@ static int eval_groups(const shared *sh, induct_model *m, const induct_dataset *
         mean_se(gt, n_groups, &e->token, &e->token_se);
     }
     free(gt);
+    free(pos);
     return rc;
 }
 
