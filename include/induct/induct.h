@@ -1412,7 +1412,8 @@ INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset
  * every model and snapshot given the same dataset and config). It is run through
  * the model `chunk` sequences at a time (this changes only memory use and speed,
  * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
- * (induct_eval_config_init() does). Fields are only ever appended.
+ * (induct_eval_config_init() does). Fields are only ever appended: a caller compiled
+ * before `positions` existed passes a 48-byte struct and gets every position.
  * @since 0.1
  */
 typedef struct induct_eval_config {
@@ -1434,9 +1435,10 @@ typedef struct induct_eval_config {
                                induct_analysis_loss_by_position() and the `avg_out` of
                                induct_analysis_loss_vectors() compute the loss; the other
                                indices are NaN. The final LayerNorm, unembedding and
-                               cross-entropy then run at these rows only (the same bits at
-                               these indices as the full pass). Borrowed for the duration of
-                               the call. NULL with `n_positions` 0 (the default): every
+                               cross-entropy then run at these rows only (equal to the full
+                               pass within float rounding of the logits; see
+                               induct_analysis_loss_by_position()). Borrowed for the
+                               duration of the call. NULL with `n_positions` 0 (the default): every
                                position. Other analyses ignore it (the ICL score always
                                computes only its two indices). */
     uint32_t n_positions; /**< Length of `positions`; 0 = every position. Default 0. */
@@ -1460,7 +1462,10 @@ INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size);
  * `L_b[p] = −ln P(t[p+1] | t[0..p])` (nats): the loss of the `late`-th token minus the
  * loss of the `early`-th token, "the k-th token" being the one predicted from k tokens
  * of context (defaults 500 and 50 as in the paper). Negative means the model uses
- * context. A model with all-zero logits scores exactly 0.
+ * context. A model with all-zero logits scores exactly 0. Only the two indices are
+ * computed (final LayerNorm, unembedding and cross-entropy at those rows; `positions`
+ * is ignored), with the full pass's cross-entropy kernel (see
+ * induct_analysis_loss_by_position() on the rounding of the logits).
  *
  * @param model   The model; its ablations in force apply.
  * @param dataset Source of the evaluation set; its vocabulary must fit the model's.
@@ -1484,7 +1489,14 @@ INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_datas
  *
  * `early` and `late` are not used here except that they must satisfy
  * 1 ≤ early < late, so the same config serves both; unlike the ICL score, the context
- * need not hold them (the curve is defined for any seq_len ≥ 2).
+ * need not hold them (the curve is defined for any seq_len ≥ 2). With `cfg->positions`
+ * set, only `out[p]` for the listed p are computed (the final LayerNorm, unembedding
+ * and cross-entropy run at those rows only; the layers below still see every token);
+ * every other entry is NaN. The computed entries use the same cross-entropy kernel as
+ * the full pass; the logits come from a matrix product over fewer rows, which a BLAS
+ * may round differently in the last bits (measured: identical bits with OpenBLAS at
+ * the phase-change example's shapes), so they equal the full pass's within float
+ * rounding of the unembedding product.
  * @param model   The model; the ablations in force apply; weights are not changed.
  * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
  * @param cfg     Evaluation set; NULL means the defaults.
@@ -1492,7 +1504,10 @@ INDUCT_API int induct_analysis_icl_score(induct_model *model, const induct_datas
  * @param out_cap Capacity of `out` in floats.
  * @param[out] out_len Set to `seq_len − 1` (may be NULL).
  * @return as induct_analysis_icl_score() except the context-length error;
- *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed).
+ *         ::INDUCT_EBUFSIZE (buffer too small; `*out_len` holds the length needed);
+ *         ::INDUCT_EINVAL (`positions` NULL with `n_positions` > 0 or set with 0, not
+ *         strictly increasing, `reserved0` not 0); ::INDUCT_ERANGE (a position ≥
+ *         seq_len − 1).
  * @since 0.1 One thread per model.
  */
 INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
@@ -1507,7 +1522,9 @@ INDUCT_API int induct_analysis_loss_by_position(induct_model *model,
  * position `pos_i` (see induct_analysis_loss_positions()), a vector of length n_seq;
  * (b) `avg_out[p] = mean_i L_i[p]`, the context-index average, length seq_len − 1.
  * Both come from one pass over the evaluation set. Stack the (a) vectors of many
- * snapshots and pass them to induct_analysis_pca().
+ * snapshots and pass them to induct_analysis_pca(). With `cfg->positions` set, (b) is
+ * NaN outside the listed indices (see induct_analysis_loss_by_position()), while (a)
+ * stays complete: each sequence's own `pos_i` is computed as well, listed or not.
  * @param model   The model; the ablations in force apply; weights are not changed.
  * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
  * @param cfg     Evaluation set and `pos_seed`; NULL means the defaults.
