@@ -1412,8 +1412,9 @@ INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset
  * every model and snapshot given the same dataset and config). It is run through
  * the model `chunk` sequences at a time (this changes only memory use and speed,
  * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
- * (induct_eval_config_init() does). Fields are only ever appended: a caller compiled
- * before `positions` existed passes a 48-byte struct and gets every position.
+ * (induct_eval_config_init() does). Fields are only ever appended: the analyses also
+ * accept the 48-byte struct of callers compiled before `positions` existed (every
+ * position).
  * @since 0.1
  */
 typedef struct induct_eval_config {

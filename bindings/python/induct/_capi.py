@@ -178,6 +178,21 @@ class EvalConfig(_Sized):
         ("positions", POINTER(c_uint32)), ("n_positions", c_uint32), ("reserved0", c_uint32),
     ]
 
+    def set_positions(self, buf):
+        """Point `positions` at `buf` (a contiguous uint32 NumPy array or array('I')) and
+        set `n_positions`; the struct keeps a reference so the C side's borrowed pointer
+        stays valid as long as the struct lives."""
+        n = len(buf)
+        if n > 2**32 - 1:
+            raise OverflowError("too many positions for the uint32 count")
+        if hasattr(buf, "ctypes"):
+            ptr = buf.ctypes.data_as(POINTER(c_uint32))
+        else:
+            ptr = ctypes.cast((c_uint32 * n).from_buffer(buf), POINTER(c_uint32))
+        self.positions = ptr
+        self.n_positions = n
+        self._positions_keep = buf
+
 
 class ProbeConfig(_Sized):
     _init_fn = "induct_probe_config_init"

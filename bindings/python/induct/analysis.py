@@ -20,7 +20,6 @@ Configuration keywords are the fields of the C config structs:
 Defaults (in parentheses) come from the library's `_init` functions.
 """
 import collections
-import ctypes
 import math
 import numbers
 
@@ -75,16 +74,7 @@ def _eval_config(kw):
             raise ValueError(f"positions must be 1-D, got shape {tuple(shape)}")
         if len(buf) == 0:
             raise ValueError("positions is empty; pass None (the default) for every position")
-        if len(buf) > 2**32 - 1:
-            raise OverflowError("too many positions for the uint32 count")
-        if hasattr(buf, "ctypes"):
-            ptr = buf.ctypes.data_as(ctypes.POINTER(ctypes.c_uint32))
-        else:
-            ptr = ctypes.cast((ctypes.c_uint32 * len(buf)).from_buffer(buf),
-                              ctypes.POINTER(ctypes.c_uint32))
-        cfg.positions = ptr
-        cfg.n_positions = len(buf)
-        cfg._positions_keep = buf  # the C struct borrows it: keep it alive with cfg
+        cfg.set_positions(buf)
     return cfg
 
 
