@@ -1492,7 +1492,12 @@ static void run_job(job *j) {
      * step whatever the callback says): its message stands */
     if (j->rc) return;
     char *final = path_join(j->dir, "final.safetensors");
+    /* the file records the model's thread count: save it with the configured one, so the
+     * file does not depend on whether a finished worker's cores arrived (they change
+     * only the time); the extra cores are taken back for the analyses after */
+    if (j->threads != sh->o->threads) induct_model_set_threads(j->m, sh->o->threads);
     rc = induct_optimizer_save(j->o, final);
+    if (j->threads != sh->o->threads) induct_model_set_threads(j->m, j->threads);
     free(final);
     if (rc) {
         job_fail(j, rc, "saving final.safetensors");
