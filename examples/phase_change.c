@@ -81,6 +81,7 @@ typedef struct options {
     uint32_t cosine;         /* --schedule constant|cosine */
     double min_lr_ratio;     /* --min-lr-ratio (cosine floor) */
     uint64_t steps;          /* --steps */
+    uint64_t steps_1l;       /* --steps-1l: steps of the 1-layer models; 0 = --steps */
     /* measurement */
     uint64_t eval_every;     /* --eval-every */
     uint32_t eval_batch;     /* --eval-batch: sequences of the evaluation set */
@@ -240,6 +241,12 @@ static void fmt_duration(double s, char *buf, size_t cap) { cli_fmt_duration(s, 
 static const char *prog = "phase-change";
 
 static void usage(FILE *f) {
+    char steps_1l_default[48];
+    if (DEFAULTS.steps_1l)
+        snprintf(steps_1l_default, sizeof steps_1l_default, "%llu",
+                 (unsigned long long)DEFAULTS.steps_1l);
+    else
+        snprintf(steps_1l_default, sizeof steps_1l_default, "default: --steps");
     fprintf(f,
         "usage: %s (--text PATH [--suffix SUF] | --tokens PATH [--format u16|u32|llmc] [--d-vocab N])\n"
         "       [--out DIR] [options]\n"
@@ -259,7 +266,8 @@ static void usage(FILE *f) {
         "          --pos-amp X (%g)  --smear-alpha-init X (library default)  --seed N (%llu)\n"
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
         "          --grad-clip X (library default)  --schedule constant|cosine (constant)\n"
-        "          --min-lr-ratio X (%g)  --steps N (%llu)\n"
+        "          --min-lr-ratio X (%g)  --steps N (%llu)  --steps-1l N (1-layer models;\n"
+        "          %s)\n"
         "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --smooth N (%u, odd)\n"
         "          --icl-band W (%u; ICL averages the loss over +-W tokens, 0 = single tokens)\n"
         "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
@@ -279,7 +287,8 @@ static void usage(FILE *f) {
         DEFAULTS.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random", DEFAULTS.pos_amp,
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
         (unsigned long long)DEFAULTS.warmup, DEFAULTS.min_lr_ratio,
-        (unsigned long long)DEFAULTS.steps, (unsigned long long)DEFAULTS.eval_every,
+        (unsigned long long)DEFAULTS.steps, steps_1l_default,
+        (unsigned long long)DEFAULTS.eval_every,
         DEFAULTS.eval_batch, DEFAULTS.smooth,
         DEFAULTS.icl_band, DEFAULTS.snapshots, DEFAULTS.icl_windows, DEFAULTS.icl_groups,
         DEFAULTS.ablation_windows, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out, prog);
@@ -309,10 +318,11 @@ typedef struct model_spec {
     char name[NAME_MAX_LEN];
     uint32_t n_layers;
     uint32_t smeared;
+    uint64_t steps; /* --steps, or --steps-1l for 1-layer models */
 } model_spec;
 
 /* "2L,1L,1L-smeared" → specs. */
-static size_t parse_models(const char *list, model_spec *out) {
+static size_t parse_models(const char *list, const options *o, model_spec *out) {
     size_t n = 0;
     const char *p = list;
     while (1) {
@@ -334,6 +344,7 @@ static size_t parse_models(const char *list, model_spec *out) {
         memcpy(out[n].name, name, len + 1);
         out[n].n_layers = (uint32_t)nl;
         out[n].smeared = end[1] != 0;
+        out[n].steps = nl == 1 && o->steps_1l ? o->steps_1l : o->steps;
         n++;
         if (!comma) break;
         p = comma + 1;
@@ -360,6 +371,7 @@ static const struct option LONGOPTS[] = {
     {"warmup", required_argument, 0, 0}, {"weight-decay", required_argument, 0, 0},
     {"grad-clip", required_argument, 0, 0}, {"schedule", required_argument, 0, 0},
     {"min-lr-ratio", required_argument, 0, 0}, {"steps", required_argument, 0, 0},
+    {"steps-1l", required_argument, 0, 0},
     {"eval-every", required_argument, 0, 0}, {"eval-batch", required_argument, 0, 0},
     {"smooth", required_argument, 0, 0}, {"icl-band", required_argument, 0, 0},
     {"snapshots", required_argument, 0, 0}, {"threads", required_argument, 0, 0},
@@ -438,6 +450,7 @@ static void on_option(const char *name, const char *v, void *ud) {
             else bad_input("--schedule must be constant or cosine, got '%s'", v);
         } else if (!strcmp(a, "--min-lr-ratio")) o->min_lr_ratio = parse_f64(a, v, 0, 1);
         else if (!strcmp(a, "--steps")) o->steps = parse_u64(a, v, 1, (uint64_t)1e12);
+        else if (!strcmp(a, "--steps-1l")) o->steps_1l = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-every")) o->eval_every = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-batch")) o->eval_batch = (uint32_t)parse_u64(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--icl-band")) o->icl_band = (uint32_t)parse_u64(a, v, 0, 1000);
@@ -596,10 +609,10 @@ static void draw_progress(shared *sh, int force) {
         const job *j = &sh->jobs[i];
         double w = (double)j->spec.n_layers;
         done += w * (double)j->step;
-        total += w * (double)sh->o->steps;
+        total += w * (double)j->spec.steps;
         off += (size_t)snprintf(line + off, sizeof line - off,
                                 "%s%s %llu/%llu", i ? "  " : "", j->spec.name,
-                                (unsigned long long)j->step, (unsigned long long)sh->o->steps);
+                                (unsigned long long)j->step, (unsigned long long)j->spec.steps);
         if (off >= sizeof line) off = sizeof line - 1;
     }
     cli_progress_draw(&sh->bar, line, 0, done, total, "|");
@@ -882,7 +895,7 @@ static int make_model(const options *o, const model_spec *sp, uint32_t d_vocab, 
         {INDUCT_OPT_WEIGHT_DECAY, o->weight_decay, !isnan(o->weight_decay)},
         {INDUCT_OPT_GRAD_CLIP, o->grad_clip, !isnan(o->grad_clip)},
         {INDUCT_OPT_SCHEDULE, (double)o->cosine, 1},
-        {INDUCT_OPT_TOTAL_STEPS, (double)o->steps, 1},
+        {INDUCT_OPT_TOTAL_STEPS, (double)sp->steps, 1},
         {INDUCT_OPT_MIN_LR_RATIO, o->min_lr_ratio, 1},
     };
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
@@ -1071,6 +1084,7 @@ static int analyse(job *j) {
     add_num(ms, "wall_seconds", j->wall);
     add_num(ms, "tokens_per_second", j->tokens_per_second);
     add_num(ms, "threads_at_end", j->threads); /* more once other models ended */
+    cJSON_AddNumberToObject(ms, "steps", (double)j->spec.steps);
     add_num(ms, "final_eval_loss", s->loss[s->n - 1]);
 
     /* ---- phase-change window on (step, ICL score) ---- */
@@ -1087,7 +1101,7 @@ static int analyse(job *j) {
     j->window_found = (int)found;
     j->w_start = ws;
     j->w_end = we;
-    j->w_frac = found ? (we - ws) / (double)o->steps : NAN;
+    j->w_frac = found ? (we - ws) / (double)j->spec.steps : NAN;
     cJSON *w = cJSON_AddObjectToObject(ms, "window");
     cJSON_AddBoolToObject(w, "found", found);
     add_num(w, "start_step", ws);
@@ -1461,7 +1475,7 @@ static void run_job(job *j) {
     char *snaps = path_join(j->dir, "ckpt-{step}.safetensors");
     induct_train_config tc;
     induct_train_config_init(&tc, sizeof tc);
-    tc.steps = o->steps;
+    tc.steps = j->spec.steps;
     tc.batch = o->batch;
     tc.seq_len = sh->T;
     tc.eval_every = o->eval_every;
@@ -1473,7 +1487,8 @@ static void run_job(job *j) {
     tc.metrics_path = metrics;
     /* snapshots at steps k·steps/N for N = --snapshots (step 0 included when N > 0);
      * final.safetensors is written after the call in every case */
-    tc.snapshot_every = o->snapshots ? (o->steps / o->snapshots ? o->steps / o->snapshots : 1) : 0;
+    uint64_t st = j->spec.steps;
+    tc.snapshot_every = o->snapshots ? (st / o->snapshots ? st / o->snapshots : 1) : 0;
     tc.snapshot_optimizer = 1;
     tc.snapshot_path = snaps;
     double t0 = now();
@@ -1886,6 +1901,13 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
        o->d_model, o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
        (unsigned long long)o->steps, (double)o->steps * o->batch * sh->T / 1e6,
        (unsigned long long)o->eval_every, sh->E);
+    if (o->steps_1l && o->steps_1l != o->steps)
+        MD("The 1-layer models train for %llu steps (%.3g M tokens), not %llu: they are the "
+           "control and the smeared-key comparison, whose outcome is decided well before "
+           "(docs/phase-change.md, \"The default run\"); the 2-layer models' ICL figures are "
+           "compared with the control's at its end.\n\n",
+           (unsigned long long)o->steps_1l, (double)o->steps_1l * o->batch * sh->T / 1e6,
+           (unsigned long long)o->steps);
     if (o->repeat_fraction > 0) MD("%s\n\n", curriculum_line(o, sh->T));
     char hn[32], pct[64];
     MD("ICL scores: band estimator (loss averaged over ±%u tokens around tokens %u and %u), "
@@ -2078,7 +2100,7 @@ int main(int argc, char **argv) {
     options o;
     parse_args(argc, argv, &o);
     model_spec specs[MAX_MODELS];
-    size_t n_models = parse_models(o.models, specs);
+    size_t n_models = parse_models(o.models, &o, specs);
 
     /* ---- data ---- */
     induct_dataset *d = NULL, *d_big = NULL, *d_abl = NULL;
@@ -2212,6 +2234,8 @@ int main(int argc, char **argv) {
 
     /* ---- configuration and estimate ---- */
     const double tok_model = (double)o.steps * o.batch * sh.T;
+    double tok_all = 0;
+    for (size_t i = 0; i < n_models; i++) tok_all += (double)specs[i].steps * o.batch * sh.T;
     printf("phase-change (libinduct %s)\n", induct_version_string());
     printf("data: %s%s%s: %llu train tokens, %llu held out, d_vocab %u; evaluation set: %u of "
            "%llu fixed windows of %u tokens, spread over the held-out text\n", o.text ? o.text : o.tokens,
@@ -2229,8 +2253,11 @@ int main(int argc, char **argv) {
            "tokens per model (%.3g M in all); evaluation every %llu steps; ICL score = loss of "
            "token %u − token %u (each averaged over ±%u tokens)\n", o.lr,
            (unsigned long long)o.warmup, o.cosine ? "cosine" : "constant", o.batch,
-           (unsigned long long)o.steps, tok_model / 1e6, tok_model * n_models / 1e6,
+           (unsigned long long)o.steps, tok_model / 1e6, tok_all / 1e6,
            (unsigned long long)o.eval_every, sh.late, sh.early, o.icl_band);
+    if (o.steps_1l && o.steps_1l != o.steps)
+        printf("          1-layer models: %llu steps = %.3g M tokens (--steps-1l)\n",
+               (unsigned long long)o.steps_1l, (double)o.steps_1l * o.batch * sh.T / 1e6);
     if (o.repeat_fraction > 0) printf("%s\n", curriculum_line(&o, sh.T));
     printf("running: %u job%s at once, %u thread%s per model, output in %s\n", o.jobs,
            o.jobs > 1 ? "s" : "", o.threads, o.threads > 1 ? "s" : "", o.out);
@@ -2257,7 +2284,7 @@ int main(int argc, char **argv) {
             induct_model_free(m);
             if (rc) lib_fail(rc, "timing a training step");
             if (i == 0) t_first = t1;
-            double run = (double)o.steps * t1 *
+            double run = (double)sh.jobs[i].spec.steps * t1 *
                          (1.0 + (double)sh.E / (3.0 * (double)o.batch * (double)o.eval_every));
             /* + the large evaluation (final model and the point before a window) and the
              * ablations (2 × (clean + each head + the induction heads) passes) */
@@ -2405,6 +2432,7 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(tcfg, "batch", o.batch);
     cJSON_AddNumberToObject(tcfg, "seq_len", sh.T);
     cJSON_AddNumberToObject(tcfg, "steps", (double)o.steps);
+    cJSON_AddNumberToObject(tcfg, "steps_1l", (double)(o.steps_1l ? o.steps_1l : o.steps));
     cJSON_AddNumberToObject(tcfg, "tokens_per_step", (double)o.batch * sh.T);
     cJSON_AddNumberToObject(tcfg, "tokens_per_model", tok_model);
     {

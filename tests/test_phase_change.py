@@ -437,6 +437,33 @@ def test_repeat_curriculum(corpus, tmp_path):
     assert a[1]["train_loss"] != b[1]["train_loss"]
 
 
+def test_steps_1l(corpus, tmp_path):
+    """--steps-1l: the 1-layer models stop at their own step count (records, summary, the
+    cosine schedule's length), the 2-layer model at --steps; the 1-layer model's first steps
+    are the same as in a run where it trains as long as the 2-layer one."""
+    base = ["--text", corpus, "--models", "2L,1L", "--seq-len", "128", "--allow-short",
+            "--schedule", "cosine"] + TINY
+    short, full = str(tmp_path / "short"), str(tmp_path / "full")
+    r = run(base + ["--out", short, "--steps-1l", "4"])
+    assert r.returncode == 0, r.stderr
+    assert "1-layer models: 4 steps" in r.stdout
+    s = json.load(open(os.path.join(short, "summary.json")))
+    assert s["config"]["training"]["steps"] == 6 and s["config"]["training"]["steps_1l"] == 4
+    assert (s["models"]["2L"]["steps"], s["models"]["1L"]["steps"]) == (6, 4)
+    of = lambda d, name: [x for x in records_of(d) if x["model"] == name]
+    assert [x["step"] for x in of(short, "1L")] == [0, 2, 4]
+    assert [x["step"] for x in of(short, "2L")] == [0, 2, 4, 6]
+    assert "The 1-layer models train for 4 steps" in open(os.path.join(short, "summary.md")).read()
+    # the cosine schedule ends at the model's own last step: the learning rates differ from
+    # a 6-step run's after warm-up, so the losses at step 4 do too
+    r = run(base + ["--out", full])
+    assert r.returncode == 0, r.stderr
+    a, b = of(short, "1L"), of(full, "1L")
+    assert a[0]["eval_loss"] == b[0]["eval_loss"]
+    assert a[2]["lr"] != b[2]["lr"]
+    assert run(base + ["--out", str(tmp_path / "bad"), "--steps-1l", "0"]).returncode == 2
+
+
 @pytest.mark.parametrize("args,needle", [
     (["--bogus", "1"], "unknown flag"),
     (["--steps"], "needs a value"),
