@@ -106,19 +106,21 @@ static int model_meta(cJSON *meta, const induct_model_config *c) {
 typedef struct opt_key {
     const char *key;
     induct_opt_param p;
+    double absent; /* value for a file without the key (written later), or NAN: required */
 } opt_key;
 static const opt_key OPT_KEYS[] = {
-    {"optimizer.lr", INDUCT_OPT_LR},
-    {"optimizer.beta1", INDUCT_OPT_BETA1},
-    {"optimizer.beta2", INDUCT_OPT_BETA2},
-    {"optimizer.eps", INDUCT_OPT_EPS},
-    {"optimizer.weight_decay", INDUCT_OPT_WEIGHT_DECAY},
-    {"optimizer.grad_clip", INDUCT_OPT_GRAD_CLIP},
-    {"optimizer.warmup_steps", INDUCT_OPT_WARMUP_STEPS},
-    {"optimizer.schedule", INDUCT_OPT_SCHEDULE},
-    {"optimizer.total_steps", INDUCT_OPT_TOTAL_STEPS},
-    {"optimizer.min_lr_ratio", INDUCT_OPT_MIN_LR_RATIO},
-    {"optimizer.momentum", INDUCT_OPT_MOMENTUM},
+    {"optimizer.lr", INDUCT_OPT_LR, NAN},
+    {"optimizer.beta1", INDUCT_OPT_BETA1, NAN},
+    {"optimizer.beta2", INDUCT_OPT_BETA2, NAN},
+    {"optimizer.eps", INDUCT_OPT_EPS, NAN},
+    {"optimizer.weight_decay", INDUCT_OPT_WEIGHT_DECAY, NAN},
+    {"optimizer.grad_clip", INDUCT_OPT_GRAD_CLIP, NAN},
+    {"optimizer.warmup_steps", INDUCT_OPT_WARMUP_STEPS, NAN},
+    {"optimizer.schedule", INDUCT_OPT_SCHEDULE, NAN},
+    {"optimizer.total_steps", INDUCT_OPT_TOTAL_STEPS, NAN},
+    {"optimizer.min_lr_ratio", INDUCT_OPT_MIN_LR_RATIO, NAN},
+    {"optimizer.momentum", INDUCT_OPT_MOMENTUM, NAN},
+    {"optimizer.grad_shards", INDUCT_OPT_GRAD_SHARDS, 1.0},
 };
 #define N_OPT_KEYS (sizeof OPT_KEYS / sizeof OPT_KEYS[0])
 
@@ -985,7 +987,8 @@ static int optimizer_load(induct_optimizer **out, induct_model *m, st_file *sf_)
         double v = 0;
         int present;
         rc = parse_meta_f64(&sf, OPT_KEYS[i].key, &v, &present);
-        if (rc == INDUCT_OK && !present)
+        if (rc == INDUCT_OK && !present && !isnan(OPT_KEYS[i].absent)) v = OPT_KEYS[i].absent;
+        else if (rc == INDUCT_OK && !present)
             rc = induct__fail(INDUCT_EFORMAT, "checkpoint '%s': __metadata__ \"%s\" is missing",
                               path, OPT_KEYS[i].key);
         if (rc == INDUCT_OK && induct_optimizer_set(o, OPT_KEYS[i].p, v) != INDUCT_OK)

@@ -730,6 +730,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
     double mean = sum / count;
     INDUCT_FAIL_IF(!isfinite(mean), INDUCT_ENUMERIC, "forward: the loss is not finite (%g)", mean);
     if (mean_loss) *mean_loss = mean;
+    if (p->loss_sum) *p->loss_sum = sum;
     return INDUCT_OK;
 }
 #undef FIRE
@@ -744,7 +745,8 @@ int induct__backward(induct_model *m, const induct__pass *p) {
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    float scale = (float)(1.0 / ((double)B * (only ? 1 : T - 1)));
+    double rows = p->scale_rows ? (double)p->scale_rows : (double)B; /* the mean's rows */
+    float scale = (float)(1.0 / (rows * (only ? 1 : T - 1)));
     induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), W(m->a_rowmax), tokens,
                               B, T, V, scale, nt);
     if (only) /* only the scored position has a gradient */

@@ -183,6 +183,11 @@ typedef struct induct__pass {
     const size_t *rows;
     size_t n_rows;
     double *row_loss;
+    /* Gradient shards: the backward's 1/N factor counts scale_rows sequences (0: B), so
+     * a shard's gradient is its part of the whole batch's mean; the forward stores the
+     * sum of the scored losses (nats, double) at *loss_sum when it is not NULL. */
+    uint32_t scale_rows;
+    double *loss_sum;
 } induct__pass;
 /* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
  * does not exist in this model (hooks.c). */
@@ -260,7 +265,7 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
-    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL};
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),
@@ -352,7 +357,19 @@ struct induct_optimizer {
     uint64_t step;
     float *m1; /* AdamW first moment / SGD momentum */
     float *m2; /* AdamW second moment */
+    double grad_shards; /* INDUCT_OPT_GRAD_SHARDS, an integer >= 1 */
+    int has_comm;       /* comm is attached (induct_optimizer_set_comm) */
+    induct_comm comm;
+    float *shard_buf;   /* the shard tree's partial sums and the receive buffer */
+    size_t shard_buf_n; /* floats in shard_buf (counted on the model) */
 };
+
+/* One training step of o on the pass p (its tokens the whole batch, p->grad set) with
+ * gradient shards and the optimizer's communicator (comm.c): the gradient of the
+ * batch mean into m->grads as the fixed shard tree gives it, the loss into *loss. */
+int induct__shards_grad(induct_optimizer *o, const induct__pass *p, double *loss);
+/* The communicator's status as a library failure with a message. */
+int induct__comm_status(int rc, const char *what);
 
 /* ---- threading helpers ------------------------------------------------------ */
 static inline int induct__nt(const induct_model *m) { return (int)m->cfg.n_threads; }

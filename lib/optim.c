@@ -26,6 +26,7 @@ static const param_spec SPECS[] = {
     [INDUCT_OPT_MIN_LR_RATIO] = {0.0, 1.0, F_(min_lr_ratio)},
     [INDUCT_OPT_MOMENTUM] = {0.0, 0.999999, F_(momentum)},
     [INDUCT_OPT_STEP] = {0.0, 9007199254740992.0, 0},
+    [INDUCT_OPT_GRAD_SHARDS] = {1.0, 65536.0, F_(grad_shards)},
 };
 #undef F_
 #define N_SPECS (sizeof SPECS / sizeof SPECS[0])
@@ -73,6 +74,7 @@ INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *m, uin
     o->min_lr_ratio = 0.0;
     o->momentum = 0.0;
     o->step = 0;
+    o->grad_shards = 1.0;
     induct__model_ref(m);
     induct__model_held(m, bytes, 0);
     o->model = m;
@@ -85,6 +87,8 @@ INDUCT_API void induct_optimizer_free(induct_optimizer *o) {
     size_t n = o->model->n_params ? o->model->n_params : 1;
     induct__model_held(o->model, 0,
                        (uint64_t)n * sizeof(float) * (o->kind == INDUCT_OPTIM_ADAMW ? 2u : 1u));
+    induct__model_held(o->model, 0, (uint64_t)o->shard_buf_n * sizeof(float));
+    free(o->shard_buf);
     induct_model_free(o->model);
     free(o->m1);
     free(o->m2);
@@ -100,6 +104,8 @@ INDUCT_API int induct_optimizer_set(induct_optimizer *o, induct_opt_param p, dou
                    "optimizer parameter %d: %g is outside [%g, %g]", (int)p, v, SPECS[p].lo,
                    SPECS[p].hi);
     if (p == INDUCT_OPT_SCHEDULE) v = floor(v);
+    INDUCT_FAIL_IF(p == INDUCT_OPT_GRAD_SHARDS && v != floor(v), INDUCT_ERANGE,
+                   "INDUCT_OPT_GRAD_SHARDS must be an integer (got %g)", v);
     if (p == INDUCT_OPT_STEP) {
         INDUCT_FAIL_IF(v != floor(v), INDUCT_ERANGE, "INDUCT_OPT_STEP must be an integer");
         o->step = (uint64_t)v;

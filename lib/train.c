@@ -3,16 +3,24 @@
 
 #include "induct_internal.h"
 
-/* One step on the pass p (grad set; the masks of its writing hooks kept here). */
+/* One step on the pass p (grad set; the masks of its writing hooks kept here). With
+ * gradient shards or a communicator the gradient is the shard tree's (comm.c). */
 static int train_pass(induct_optimizer *o, induct__pass *p, double *loss_out) {
     induct_model *m = o->model;
     double loss;
-    induct__masks masks = {0, 0, NULL};
-    p->masks = &masks;
-    int rc = induct__forward(m, p, &loss);
-    if (rc == INDUCT_OK) rc = induct__backward(m, p);
-    induct__masks_free(&masks);
-    INDUCT_TRY(rc);
+    if (o->grad_shards > 1.0 || o->has_comm) {
+        INDUCT_FAIL_IF(p->n_hooks[1], INDUCT_ENOTSUP,
+                       "training step: caller hooks with INDUCT_OPT_GRAD_SHARDS > 1 or a "
+                       "communicator are not supported (hooks see the whole batch)");
+        INDUCT_TRY(induct__shards_grad(o, p, &loss));
+    } else {
+        induct__masks masks = {0, 0, NULL};
+        p->masks = &masks;
+        int rc = induct__forward(m, p, &loss);
+        if (rc == INDUCT_OK) rc = induct__backward(m, p);
+        induct__masks_free(&masks);
+        INDUCT_TRY(rc);
+    }
     INDUCT_TRY(induct_optimizer_step(o, NULL));
     if (loss_out) *loss_out = loss;
     return INDUCT_OK;

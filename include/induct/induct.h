@@ -1080,7 +1080,12 @@ typedef enum induct_opt_param {
     INDUCT_OPT_TOTAL_STEPS = 9,   /**< Steps of the cosine schedule, [0, 1e12]. Default 0. */
     INDUCT_OPT_MIN_LR_RATIO = 10, /**< Floor of the cosine schedule, [0, 1]. Default 0. */
     INDUCT_OPT_MOMENTUM = 11,     /**< SGD momentum, [0, 1). Default 0. */
-    INDUCT_OPT_STEP = 12          /**< Steps taken so far (read; writable to resume), integer in [0, 2^53]. */
+    INDUCT_OPT_STEP = 12,         /**< Steps taken so far (read; writable to resume), integer in [0, 2^53]. */
+    INDUCT_OPT_GRAD_SHARDS = 13   /**< Gradient shards S, integer in [1, 65536]: a step splits its batch into
+                                       S shards of batch/S sequences and adds their gradients in one fixed
+                                       binary tree (docs/distributed.md); the batch must be a multiple of S.
+                                       1 = one pass over the whole batch. Saved in optimizer checkpoints.
+                                       Default 1. @since 0.1 */
 } induct_opt_param;
 
 /**
@@ -1173,6 +1178,109 @@ INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *da
  *  @since 0.1 */
 INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *tokens,
                                         uint32_t batch, uint32_t seq_len, double *loss_out);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup distributed Training: gradient shards and communicators
+ *  Data-parallel training whose weights are bit-identical for every number of ranks.
+ *  A step with ::INDUCT_OPT_GRAD_SHARDS = S splits its batch of B sequences into S
+ *  shards of B/S consecutive sequences; shard i's gradient is that of its summed
+ *  per-token losses divided by the number of scored tokens of the whole batch (the
+ *  same 1/N factor as a one-pass step), and the S shard gradients are added in one
+ *  fixed binary tree: `tree(lo, n) = tree(lo, ⌈n/2⌉) + tree(lo + ⌈n/2⌉, ⌊n/2⌋)`,
+ *  the left operand first, elementwise in float (pairwise for S a power of two:
+ *  0+1, 2+3, then pairs of pairs). The loss sums of the shards (double) go through the
+ *  same tree and the step's loss is that sum divided by the scored-token count.
+ *
+ *  With a communicator of P ranks (P a power of two dividing S), rank r computes
+ *  shards `r·S/P … (r+1)·S/P − 1`; the top log2(P) levels of the tree are then its
+ *  rank groups, summed by recursive halving (reduce-scatter) and recursive doubling
+ *  (all-gather) over the communicator's send-and-receive, so each element is added
+ *  by one rank in the tree's order and copied to the others. Every rank ends a step
+ *  with the same gradient, loss and weights as one process with the same S, bit for
+ *  bit. See docs/distributed.md.
+ *  @{ */
+
+/**
+ * @brief A communicator: P ranks that exchange byte buffers, as a table of callbacks
+ * (MPI is not linked into libinduct; an MPI layer, or the in-process one of
+ * induct_comm_threads_new(), fills the table). Size-prefixed: set
+ * `size = sizeof(induct_comm)`; fields are only ever appended. The library copies the
+ * table (induct_optimizer_set_comm()); `user` is borrowed and must stay valid while
+ * the optimizer uses it.
+ *
+ * Callbacks return 0 on success, or a negative ::induct_status (any other non-zero
+ * value is reported as ::INDUCT_EIO). They are called on the thread that runs the
+ * training step of this rank, every rank in the same order.
+ * @since 0.1
+ */
+typedef struct induct_comm {
+    size_t size;       /**< `sizeof(induct_comm)` as the caller compiled it. */
+    uint32_t rank;     /**< This rank, 0 … n_ranks − 1. */
+    uint32_t n_ranks;  /**< Number of ranks P: a power of two, 1 … 65536. */
+    void *user;        /**< Passed to every callback. */
+    /** Send `send_bytes` from `sendbuf` to rank `peer` and receive `recv_bytes` from
+     *  it into `recvbuf` (as MPI_Sendrecv); blocks until both are done. The peer makes
+     *  the matching call with the sizes swapped. Either size may be 0. Required. */
+    int (*sendrecv)(void *user, uint32_t peer, const void *sendbuf, size_t send_bytes,
+                    void *recvbuf, size_t recv_bytes);
+    /** Wait until every rank has called it. Required. */
+    int (*barrier)(void *user);
+    /** Called by a rank whose step failed after it may have left peers waiting in
+     *  `sendrecv` or `barrier`: it must make their pending and later calls return an
+     *  error (the threaded communicator does; an MPI layer may call MPI_Abort). NULL: a
+     *  failing rank's peers may wait forever. */
+    void (*abort)(void *user, int status);
+} induct_comm;
+
+/**
+ * @brief Attach a communicator to an optimizer (or detach it with NULL): from then on
+ * every training step of this optimizer (induct_train_step(), induct_train(),
+ * induct_train_step_tokens()) computes only this rank's gradient shards and sums them
+ * with the other ranks' (see @ref distributed). Each rank holds its own model and
+ * optimizer, created identically (same config, seed and settings), and calls the same
+ * steps with the same dataset, batch and seq_len: each rank reads the whole batch
+ * (induct_dataset_batch() is a pure function of the step counter) and uses its rows.
+ * ::INDUCT_OPT_GRAD_SHARDS must be a multiple of n_ranks when a step runs.
+ * @param opt The optimizer.
+ * @param comm The table (copied; only the first `comm->size` bytes are read), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL optimizer, a NULL `sendrecv` or
+ *         `barrier`, n_ranks not a power of two in 1 … 65536, rank ≥ n_ranks);
+ *         ::INDUCT_EABI (`comm->size` below the 0.1 struct or above 4096). The old
+ *         communicator is kept on failure.
+ * @since 0.1 One thread per optimizer, as for the training step.
+ */
+INDUCT_API int induct_optimizer_set_comm(induct_optimizer *opt, const induct_comm *comm);
+
+/** @brief An in-process communicator: P ranks that are threads of one process sharing
+ *  memory (for tests, and for data-parallel training without MPI). @since 0.1 */
+typedef struct induct_comm_threads induct_comm_threads;
+
+/**
+ * @brief Create P thread ranks. Rank r's table is induct_comm_threads_rank(); give it
+ * to the optimizer that thread r drives. `sendrecv` copies the peer's buffer with
+ * memcpy (sizes must match the peer's: else ::INDUCT_EINVAL on both); `abort` makes
+ * every pending and later call of every rank return ::INDUCT_EINTERRUPTED (free the
+ * group and create a new one to start again).
+ * @param[out] out Owned by the caller, released with induct_comm_threads_free() once
+ *             no rank uses it; NULL on failure.
+ * @param n_ranks P, a power of two in 1 … 64.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, P not a power of two in range);
+ *         ::INDUCT_ENOMEM.
+ * @since 0.1 The callbacks are thread-safe (one thread per rank).
+ */
+INDUCT_API int induct_comm_threads_new(induct_comm_threads **out, uint32_t n_ranks);
+/** @brief Rank r's table (valid until induct_comm_threads_free()).
+ *  @param group The group.
+ *  @param rank 0 … n_ranks − 1.
+ *  @return The table, or NULL (NULL group, rank out of range; the message says which).
+ *  @since 0.1 Thread-safe. */
+INDUCT_API const induct_comm *induct_comm_threads_rank(const induct_comm_threads *group,
+                                                       uint32_t rank);
+/** @brief Release a group (no rank may be inside a callback).
+ *  @param group The group, or NULL (a no-op).
+ *  @since 0.1 */
+INDUCT_API void induct_comm_threads_free(induct_comm_threads *group);
 /** @} */
 
 /* ------------------------------------------------------------------------ */
