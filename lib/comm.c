@@ -42,6 +42,20 @@ INDUCT_API int induct_optimizer_set_comm(induct_optimizer *o, const induct_comm 
     return INDUCT_OK;
 }
 
+int induct__comm_any(induct_optimizer *o, int *flag) {
+    if (!o->has_comm) return INDUCT_OK;
+    const induct_comm *c = &o->comm;
+    uint8_t mine = *flag != 0;
+    for (uint32_t j = 0; (1u << j) < c->n_ranks; j++) {
+        uint8_t theirs = 0;
+        int rc = c->sendrecv(c->user, c->rank ^ (1u << j), &mine, 1, &theirs, 1);
+        INDUCT_TRY(induct__comm_status(rc, "sendrecv (stop flag)"));
+        mine |= theirs;
+    }
+    *flag = mine;
+    return INDUCT_OK;
+}
+
 /* ---- the shard tree ------------------------------------------------------------ */
 
 typedef struct tree {

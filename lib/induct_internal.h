@@ -368,6 +368,9 @@ struct induct_optimizer {
  * gradient shards and the optimizer's communicator (comm.c): the gradient of the
  * batch mean into m->grads as the fixed shard tree gives it, the loss into *loss. */
 int induct__shards_grad(induct_optimizer *o, const induct__pass *p, double *loss);
+/* *flag = 1 on every rank if it is non-zero on any rank of the optimizer's
+ * communicator (recursive doubling; nothing without one). */
+int induct__comm_any(induct_optimizer *o, int *flag);
 /* The communicator's status as a library failure with a message. */
 int induct__comm_status(int rc, const char *what);
 

@@ -67,6 +67,9 @@ typedef struct run {
     int pending_interrupt; /* an interrupt seen while an analysis call cleared the flag */
     uint64_t eval_bytes;   /* eval_tok's bytes, counted in the model's memory while held */
     induct_probe_config probe; /* of the prefix-matching and copying metrics */
+    int ranks;                 /* a communicator of several ranks is attached */
+    int stop_request;          /* this rank's callback asked to stop (ranks agree first) */
+    int agreed_stop;           /* every rank stops here together */
 } run;
 
 static double now_seconds(void) {
@@ -542,6 +545,10 @@ static int point(run *r, loop *lp, induct_progress *p, induct_progress_fn cb, vo
         *finished = 1;
         return INDUCT_OK;
     }
+    if (stop && r->ranks) { /* the ranks agree before the next step (train_loop) */
+        r->stop_request = 1;
+        return INDUCT_OK;
+    }
     INDUCT_FAIL_IF(stop, INDUCT_EINTERRUPTED,
                    "induct_train: stopped by the progress callback at step %llu",
                    (unsigned long long)s);
@@ -571,6 +578,16 @@ static int train_loop(run *r, induct_progress_fn cb, void *ud) {
     }
     while (o->step < c->steps) {
         collect_interrupt(r);
+        if (r->ranks) { /* a stop on any rank stops every rank before this step */
+            int any = r->pending_interrupt || r->stop_request;
+            INDUCT_TRY(induct__comm_any(o, &any));
+            r->agreed_stop = any;
+            INDUCT_FAIL_IF(any, INDUCT_EINTERRUPTED,
+                           "induct_train: stopped at step %llu (callback or "
+                           "induct_model_interrupt on %s rank)",
+                           (unsigned long long)o->step,
+                           r->pending_interrupt || r->stop_request ? "this" : "another");
+        }
         INDUCT_FAIL_IF(r->pending_interrupt, INDUCT_EINTERRUPTED,
                        "induct_train: interrupted at step %llu (induct_model_interrupt)",
                        (unsigned long long)o->step);
@@ -607,12 +624,22 @@ INDUCT_API int induct_train(induct_optimizer *o, const induct_dataset *d,
                                      "induct_train_config.probe"));
     else
         INDUCT_TRY(induct_probe_config_for_dataset(&r.probe, sizeof r.probe, d));
+    /* data-parallel: every rank trains and evaluates alike, rank 0 alone writes files */
+    r.ranks = o->has_comm && o->comm.n_ranks > 1;
+    if (o->has_comm && o->comm.rank != 0) {
+        r.c.metrics_path = NULL;
+        r.c.snapshot_path = NULL;
+    }
     atomic_store(&r.m->interrupt, 0);
     int rc = setup(&r);
     if (rc == INDUCT_OK) rc = train_loop(&r, cb, ud);
     if (r.mf && fclose(r.mf) != 0 && rc == INDUCT_OK)
         rc = induct__fail(INDUCT_EIO, "induct_train: cannot close the metrics log '%s'",
                           r.c.metrics_path);
+    /* a failure of this rank alone (a file, memory) would leave the others waiting in
+     * the next step's exchange: release them (a step's failure has done so already) */
+    if (rc != INDUCT_OK && r.ranks && !r.agreed_stop && o->comm.abort)
+        o->comm.abort(o->comm.user, rc);
     free(r.eval_tok);
     free(r.heads);
     induct__model_held(r.m, 0, r.eval_bytes);

@@ -509,6 +509,156 @@ START_TEST(test_shards_in_checkpoint) {
 }
 END_TEST
 
+
+/* ---- induct_train over thread ranks ------------------------------------------------ */
+
+typedef struct train_job {
+    const induct_comm *comm;
+    const induct_dataset *d;
+    const char *resume; /* optimizer snapshot to start from, or NULL */
+    induct_train_config cfg;
+    int stop_at;        /* the callback asks to stop at this step (0: never) */
+    int rc;
+    double step_after;
+    float *w;
+    size_t n;
+} train_job;
+
+static int stop_cb(const induct_progress *p, void *u) {
+    const train_job *j = u;
+    return j->stop_at && p->step == (uint64_t)j->stop_at;
+}
+
+static void *train_main(void *arg) {
+    train_job *j = arg;
+    induct_model *m;
+    induct_optimizer *o;
+    if (j->resume) {
+        induct_model_load(&m, j->resume);
+        induct_optimizer_load(&o, m, j->resume);
+    } else {
+        m = tiny();
+        induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW);
+        induct_optimizer_set(o, INDUCT_OPT_LR, 3e-2);
+        induct_optimizer_set(o, INDUCT_OPT_GRAD_CLIP, 1.0);
+        induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, 8);
+    }
+    induct_model_set_threads(m, 1);
+    j->rc = j->comm ? induct_optimizer_set_comm(o, j->comm) : INDUCT_OK;
+    if (j->rc == INDUCT_OK) j->rc = induct_train(o, j->d, &j->cfg, stop_cb, j);
+    j->w = all(m, INDUCT_BUF_PARAM, &j->n);
+    induct_optimizer_get(o, INDUCT_OPT_STEP, &j->step_after);
+    induct_optimizer_free(o);
+    induct_model_free(m);
+    return NULL;
+}
+
+/* P ranks run induct_train with the same config; returns rank 0's job results in jobs. */
+static void train_ranks(uint32_t P, const induct_train_config *cfg, const char *resume,
+                        int stop_rank, int stop_at, const induct_dataset *d, train_job *jobs) {
+    induct_comm_threads *g = NULL;
+    if (P > 0) ck_ok(induct_comm_threads_new(&g, P));
+    uint32_t n = P ? P : 1;
+    pthread_t th[8];
+    for (uint32_t r = 0; r < n; r++) {
+        jobs[r] = (train_job){P ? induct_comm_threads_rank(g, r) : NULL, d, resume, *cfg,
+                              (int)r == stop_rank ? stop_at : 0, 0, 0, NULL, 0};
+        ck_assert_int_eq(pthread_create(&th[r], NULL, train_main, &jobs[r]), 0);
+    }
+    for (uint32_t r = 0; r < n; r++) pthread_join(th[r], NULL);
+    induct_comm_threads_free(g);
+}
+
+static int lines_of(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0, ch;
+    while ((ch = fgetc(f)) != EOF) n += ch == '\n';
+    fclose(f);
+    return n;
+}
+
+/* induct_train on 4 ranks: rank 0 alone writes the metrics log and the snapshots, the
+ * weights equal one process's; a run resumed from a 4-rank snapshot on 2 ranks ends
+ * with the weights of an uninterrupted one-process run. */
+START_TEST(test_train_driver_ranks_and_resume) {
+    char dir[] = "/tmp/induct-dist-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char log1[256], log4[256], snap1[256], snap4[256], at3[256];
+    snprintf(log1, sizeof log1, "%s/one.jsonl", dir);
+    snprintf(log4, sizeof log4, "%s/four.jsonl", dir);
+    snprintf(snap1, sizeof snap1, "%s/one-{step}.safetensors", dir);
+    snprintf(snap4, sizeof snap4, "%s/four-{step}.safetensors", dir);
+    snprintf(at3, sizeof at3, "%s/four-3.safetensors", dir);
+    induct_dataset *d = rrt();
+    induct_train_config c;
+    ck_ok(induct_train_config_init(&c, sizeof c));
+    c.steps = 6;
+    c.batch = B_;
+    c.seq_len = T_;
+    c.eval_every = 3;
+    c.eval_batch = 8;
+    c.snapshot_every = 3;
+    train_job one[1], four[4], two[2];
+    c.metrics_path = log1;
+    c.snapshot_path = snap1;
+    train_ranks(0, &c, NULL, -1, 0, d, one);
+    ck_assert_int_eq(one[0].rc, INDUCT_OK);
+    c.metrics_path = log4;
+    c.snapshot_path = snap4;
+    train_ranks(4, &c, NULL, -1, 0, d, four);
+    for (int r = 0; r < 4; r++) {
+        ck_assert_msg(four[r].rc == INDUCT_OK, "rank %d: %s", r, induct_status_name(four[r].rc));
+        ck_assert(four[r].step_after == 6.0);
+        ck_assert(memcmp(four[r].w, one[0].w, one[0].n * sizeof(float)) == 0);
+        free(four[r].w);
+    }
+    /* one writer: 3 records (steps 0, 3, 6), not 4 ranks' worth */
+    ck_assert_int_eq(lines_of(log1), 3);
+    ck_assert_int_eq(lines_of(log4), 3);
+    /* resume the 4-rank snapshot of step 3 on 2 ranks, no files this time */
+    c.metrics_path = NULL;
+    c.snapshot_path = NULL;
+    train_ranks(2, &c, at3, -1, 0, d, two);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(two[r].rc == INDUCT_OK, "rank %d: %s", r, induct_status_name(two[r].rc));
+        ck_assert(two[r].step_after == 6.0);
+        ck_assert(memcmp(two[r].w, one[0].w, one[0].n * sizeof(float)) == 0);
+        free(two[r].w);
+    }
+    free(one[0].w);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    induct_dataset_free(d);
+}
+END_TEST
+
+/* A callback stop on rank 2 at step 2 stops all 4 ranks before step 3, with the weights
+ * of step 2 everywhere, and the group stays usable (no abort). */
+START_TEST(test_train_driver_stop_on_one_rank) {
+    induct_dataset *d = rrt();
+    induct_train_config c;
+    ck_ok(induct_train_config_init(&c, sizeof c));
+    c.steps = 5;
+    c.batch = B_;
+    c.seq_len = T_;
+    train_job four[4], ref[1];
+    train_ranks(4, &c, NULL, 2, 2, d, four);
+    c.steps = 2;
+    train_ranks(0, &c, NULL, -1, 0, d, ref);
+    for (int r = 0; r < 4; r++) {
+        ck_assert_msg(four[r].rc == INDUCT_EINTERRUPTED, "rank %d: %s", r,
+                      induct_status_name(four[r].rc));
+        ck_assert(four[r].step_after == 2.0);
+        ck_assert(memcmp(four[r].w, ref[0].w, ref[0].n * sizeof(float)) == 0);
+        free(four[r].w);
+    }
+    free(ref[0].w);
+    induct_dataset_free(d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("distributed");
     TCase *tc = tcase_create("core");
@@ -521,6 +671,8 @@ int main(void) {
     tcase_add_test(tc, test_failing_sendrecv_releases_the_others);
     tcase_add_test(tc, test_thread_comm_exchange);
     tcase_add_test(tc, test_shards_in_checkpoint);
+    tcase_add_test(tc, test_train_driver_ranks_and_resume);
+    tcase_add_test(tc, test_train_driver_stop_on_one_rank);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
