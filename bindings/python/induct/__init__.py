@@ -17,6 +17,7 @@ from .hooks import ActivationCache, act_name
 from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
+from .distributed import Comm, ThreadRanks
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -61,7 +62,7 @@ def __getattr__(name):  # `induct.plot` without importing matplotlib up front
     raise AttributeError(f"module 'induct' has no attribute {name!r}")
 
 
-__all__ = ["Model", "Optimizer", "Dataset", "read_metrics", "read_tokens", "write_tokens",
+__all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics", "read_tokens", "write_tokens",
            "TEXT_BOS", "KV_INFO_COLUMNS", "InductError", "InvalidArgument",
            "OutOfRange", "BufferTooSmall", "IOFailure", "FormatError", "ABIMismatch",
            "StateError", "Interrupted", "NotSupported", "NumericError", "OutOfMemory",

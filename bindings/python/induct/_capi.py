@@ -168,6 +168,21 @@ class Hook(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("fn", HOOK_FN), ("user", c_void_p)]
 
 
+# ---- communicators ----
+#: induct_comm callbacks: sendrecv(user, peer, sendbuf, send_bytes, recvbuf, recv_bytes),
+#: barrier(user), abort(user, status)
+COMM_SENDRECV = ctypes.CFUNCTYPE(c_int, c_void_p, c_uint32, c_void_p, c_size_t, c_void_p,
+                                 c_size_t)
+COMM_BARRIER = ctypes.CFUNCTYPE(c_int, c_void_p)
+COMM_ABORT = ctypes.CFUNCTYPE(None, c_void_p, c_int)
+
+
+class Comm(ctypes.Structure):
+    _fields_ = [("size", c_size_t), ("rank", c_uint32), ("n_ranks", c_uint32),
+                ("user", c_void_p), ("sendrecv", COMM_SENDRECV), ("barrier", COMM_BARRIER),
+                ("abort", COMM_ABORT)]
+
+
 # ---- analysis suite ----
 class EvalConfig(_Sized):
     _init_fn = "induct_eval_config_init"
@@ -265,7 +280,8 @@ STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
            "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
            "induct_token_file_config": TokenFileConfig,
-           "induct_generate_config": GenerateConfig, "induct_hook": Hook}
+           "induct_generate_config": GenerateConfig, "induct_hook": Hook,
+           "induct_comm": Comm}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)
@@ -330,6 +346,11 @@ FUNCTIONS = [
     ("induct_optimizer_step", [P, c_double_p], c_int),
     ("induct_train_step", [P, P, c_uint32, c_uint32, c_double_p], c_int),
     ("induct_train_step_tokens", [P, c_int32_p, c_uint32, c_uint32, c_double_p], c_int),
+    # gradient shards and communicators
+    ("induct_optimizer_set_comm", [P, c_void_p], c_int),
+    ("induct_comm_threads_new", [PP, c_uint32], c_int),
+    ("induct_comm_threads_rank", [P, c_uint32], c_void_p),
+    ("induct_comm_threads_free", [P], None),
     ("induct_analysis_induction_score", [P, P, c_uint32, c_uint32, c_float_p, c_size_t,
                                          c_size_t_p], c_int),
     ("induct_model_save", [P, c_char_p], c_int),
@@ -597,6 +618,54 @@ def size_array(values):
 def string_buffer(n):
     """A writable char buffer of n bytes (for a C `char *out`)."""
     return ctypes.create_string_buffer(n)
+
+
+def comm_table(rank, n_ranks, sendrecv, barrier, abort, raised):
+    """An induct_comm whose callbacks are Python functions: sendrecv(peer, send, recv)
+    with `send` a read-only and `recv` a writable memoryview of the C buffers (valid
+    during the call only), barrier(), abort(status) (or None). An exception is appended
+    to `raised` and reported to the library as INDUCT_EIO. Returns (table, keep-alive):
+    keep both alive while an optimizer uses the table."""
+    def view(addr, n, readonly):
+        if not n:
+            return memoryview(b"")
+        mv = memoryview((ctypes.c_char * n).from_address(addr)).cast("B")
+        return mv.toreadonly() if readonly else mv
+
+    def c_sendrecv(_user, peer, sbuf, sn, rbuf, rn):
+        try:
+            sendrecv(int(peer), view(sbuf, sn, True), view(rbuf, rn, False))
+            return 0
+        except BaseException as e:  # noqa: B036 -- kept for the caller
+            raised.append(e)
+            return -6  # INDUCT_EIO
+
+    def c_barrier(_user):
+        try:
+            barrier()
+            return 0
+        except BaseException as e:  # noqa: B036
+            raised.append(e)
+            return -6
+
+    def c_abort(_user, status):
+        try:
+            abort(int(status))
+        except BaseException as e:  # noqa: B036
+            raised.append(e)
+
+    fns = (COMM_SENDRECV(c_sendrecv), COMM_BARRIER(c_barrier),
+           COMM_ABORT(c_abort) if abort is not None else COMM_ABORT())
+    t = Comm()
+    t.size = ctypes.sizeof(Comm)
+    t.rank, t.n_ranks, t.user = rank, n_ranks, None
+    t.sendrecv, t.barrier, t.abort = fns
+    return t, fns
+
+
+def comm_address(table):
+    """The address of an induct_comm table made by comm_table()."""
+    return ctypes.addressof(table)
 
 
 def progress_callback(func, raised):

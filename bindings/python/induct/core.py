@@ -36,7 +36,7 @@ TEXT_BOS = 256
 KV_INFO_COLUMNS = ("answer_pos", "answer_token", "key_pos", "value_pos")
 OPT_PARAM = {"lr": 1, "beta1": 2, "beta2": 3, "eps": 4, "weight_decay": 5, "grad_clip": 6,
              "warmup_steps": 7, "schedule": 8, "total_steps": 9, "min_lr_ratio": 10,
-             "momentum": 11, "step": 12}
+             "momentum": 11, "step": 12, "grad_shards": 13}
 
 
 def choice(table, key, what):
@@ -474,7 +474,8 @@ class Dataset(_Handle):
 class Optimizer(_Handle):
     """AdamW ('adamw') or SGD ('sgd') over a model's parameters. Keyword arguments set
     runtime parameters: lr, beta1, beta2, eps, weight_decay, grad_clip, warmup_steps,
-    schedule (0 constant, 1 cosine), total_steps, min_lr_ratio, momentum, step."""
+    schedule (0 constant, 1 cosine), total_steps, min_lr_ratio, momentum, step,
+    grad_shards (gradient shards summed in a fixed tree; see set_comm)."""
 
     _free = "induct_optimizer_free"
 
@@ -516,6 +517,16 @@ class Optimizer(_Handle):
         v = Out("double")
         call("induct_optimizer_get", self, OPT_PARAM[name], v)
         return v.value
+
+    def set_comm(self, comm):
+        """Train data-parallel: `comm` is one rank of a communicator (a
+        ``ThreadRanks(...)[r]``, or a ``Comm``, e.g. ``Comm.from_mpi4py(MPI.COMM_WORLD)``),
+        or None to train alone again. Every rank computes its share of the
+        ``grad_shards`` gradient shards and the ranks add them in one fixed tree, so the
+        weights are bit-identical to one process with the same grad_shards (which must
+        be a multiple of the rank count). See docs/distributed.md."""
+        call("induct_optimizer_set_comm", self, None if comm is None else comm._address())
+        self._comm = comm  # the table (and its callbacks) must outlive its use
 
     def save(self, path):
         """Weights plus optimizer state (moments, step, settings) in one safetensors file."""

@@ -90,6 +90,11 @@ int main(void) {
     BEGIN();
     F(name); F(fn); F(user);
 #undef S
+    /* communicators */
+#define S induct_comm
+    BEGIN();
+    F(size); F(rank); F(n_ranks); F(user); F(sendrecv); F(barrier); F(abort);
+#undef S
     printf("}}}\n");
     return 0;
 }
