@@ -3,7 +3,9 @@
  *   bench_step step [--vocab V] [--seq T] [--d-model D] [--heads H] [--layers L]
  *                   [--mlp M] [--layernorm 0|1] [--batch B] [--threads N]
  *                   [--positional standard|shortformer] [--smeared 0|1]
- *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01) and
+ *                   [--grad-shards S]
+ *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01; S
+ *       gradient shards, INDUCT_OPT_GRAD_SHARDS, default 1) and
  *       serves commands on stdin, one per line, answering one JSON line each:
  *         warm N   N untimed training steps
  *         run N    N timed training steps: {"ms": [...], "cpu_ms": [...]} (wall and
@@ -117,7 +119,7 @@ static int roof(int argc, char **argv) {
 
 static int step(int argc, char **argv) {
     unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
-    unsigned pos = INDUCT_POS_STANDARD, smeared = 0;
+    unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
         unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "--positional")) {
@@ -127,6 +129,7 @@ static int step(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(argv[i], "--smeared")) smeared = v;
+        else if (!strcmp(argv[i], "--grad-shards")) shards = v;
         else if (!strcmp(argv[i], "--vocab")) V = v;
         else if (!strcmp(argv[i], "--seq")) T = v;
         else if (!strcmp(argv[i], "--d-model")) D = v;
@@ -162,6 +165,7 @@ static int step(int argc, char **argv) {
     die(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW), "optimizer");
     die(induct_optimizer_set(o, INDUCT_OPT_LR, 1e-3), "lr");
     die(induct_optimizer_set(o, INDUCT_OPT_WEIGHT_DECAY, 0.01), "wd");
+    die(induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, shards), "grad shards");
     enum { NB = 4 };
     size_t n = (size_t)B * T;
     int32_t *tok = malloc(NB * n * sizeof *tok);

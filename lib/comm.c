@@ -114,10 +114,8 @@ static uint32_t levels(uint32_t k) { /* depth of tree(., k): ceil(log2 k) */
     return d;
 }
 
-/* Recursive halving then doubling over the ranks: on return every rank's g (n floats)
- * and *loss are the sums of the rank groups in the tree's order (lower group first). */
-static int exchange(induct_optimizer *o, float *g, size_t n, float *recv, double *loss) {
-    const induct_comm *c = &o->comm;
+int induct__comm_tree_sum(const induct_comm *c, float *g, size_t n, float *recv,
+                          double *loss) {
     uint32_t P = c->n_ranks, r = c->rank, k = levels(P);
     size_t lo[17], hi[17]; /* the segment held before each round (k <= 16) */
     size_t a = 0, b = n;
@@ -182,7 +180,9 @@ static int shards_grad(induct_optimizer *o, const induct__pass *p, double *loss)
     tree t = {o, p, p->B / S, n, o->shard_buf};
     double sum = 0.0;
     INDUCT_TRY(node(&t, (P > 1 ? o->comm.rank : 0) * per, per, 0, m->grads, &sum));
-    if (P > 1) INDUCT_TRY(exchange(o, m->grads, n, o->shard_buf + (size_t)lv * n, &sum));
+    if (P > 1)
+        INDUCT_TRY(induct__comm_tree_sum(&o->comm, m->grads, n, o->shard_buf + (size_t)lv * n,
+                                         &sum));
     double count = (double)p->B * (p->score_pos ? 1 : p->T - 1);
     *loss = sum / count;
     return INDUCT_OK;

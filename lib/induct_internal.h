@@ -368,6 +368,12 @@ struct induct_optimizer {
  * gradient shards and the optimizer's communicator (comm.c): the gradient of the
  * batch mean into m->grads as the fixed shard tree gives it, the loss into *loss. */
 int induct__shards_grad(induct_optimizer *o, const induct__pass *p, double *loss);
+/* The top levels of the shard tree across the ranks of c (n_ranks a power of two):
+ * recursive halving (reduce-scatter) then doubling (all-gather) of g (n floats; recv
+ * holds ceil(n/2)), and recursive doubling of *loss. On return every rank holds the
+ * sums of the rank groups in the tree's order, the lower group the left operand. */
+int induct__comm_tree_sum(const induct_comm *c, float *g, size_t n, float *recv,
+                          double *loss);
 /* *flag = 1 on every rank if it is non-zero on any rank of the optimizer's
  * communicator (recursive doubling; nothing without one). */
 int induct__comm_any(induct_optimizer *o, int *flag);
