@@ -501,6 +501,28 @@ START_TEST(test_shards_in_checkpoint) {
     double v;
     ck_ok(induct_optimizer_get(o2, INDUCT_OPT_GRAD_SHARDS, &v));
     ck_assert(v == 4.0);
+    induct_optimizer_free(o2);
+    /* a file without the key (written before it existed) loads as 1: blank the key out
+     * of the JSON header, keeping its length */
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    uint64_t hl = 0;
+    ck_assert_int_eq(fread(&hl, 8, 1, f), 1);
+    char *h = malloc(hl + 1);
+    ck_assert_int_eq(fread(h, 1, hl, f), hl);
+    h[hl] = '\0';
+    char *k = strstr(h, ",\"optimizer.grad_shards\":\"");
+    ck_assert_ptr_nonnull(k);
+    char *end = strchr(k + strlen(",\"optimizer.grad_shards\":\""), '"');
+    ck_assert_ptr_nonnull(end);
+    memset(k, ' ', (size_t)(end + 1 - k));
+    fseek(f, 8, SEEK_SET);
+    ck_assert_int_eq(fwrite(h, 1, hl, f), hl);
+    fclose(f);
+    free(h);
+    ck_ok(induct_optimizer_load(&o2, m2, path));
+    ck_ok(induct_optimizer_get(o2, INDUCT_OPT_GRAD_SHARDS, &v));
+    ck_assert(v == 1.0);
     unlink(path);
     induct_optimizer_free(o2);
     induct_model_free(m2);

@@ -378,6 +378,7 @@ static const doc_param DOC[] = {
     {INDUCT_OPT_MIN_LR_RATIO, 0, 0, 1, 0},
     {INDUCT_OPT_MOMENTUM, 0, 0, 1, 1},
     {INDUCT_OPT_STEP, 0, 0, 9007199254740992.0, 0},
+    {INDUCT_OPT_GRAD_SHARDS, 1, 1, 65536, 0},
 };
 
 START_TEST(test_param_bounds) {
@@ -416,7 +417,7 @@ START_TEST(test_param_bounds) {
             ck_assert(v == hi);
         }
         /* unknown parameters */
-        const int unknown[] = {0, 13, 14, -1, 999, 1000, INT_MAX, INT_MIN};
+        const int unknown[] = {0, 14, 15, -1, 999, 1000, INT_MAX, INT_MIN};
         for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
             induct_opt_param p = (induct_opt_param)unknown[i];
             double lo = -5, hi = -5, v = -5;
