@@ -1152,7 +1152,9 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_ou
 
 /**
  * @brief One training step: batch number `step` (the optimizer's step counter) of the
- * dataset's train split, forward, backward, optimizer update.
+ * dataset's train split, forward, backward, optimizer update. With
+ * ::INDUCT_OPT_GRAD_SHARDS > 1 or a communicator (induct_optimizer_set_comm()) the
+ * gradient is the fixed shard tree's (@ref distributed).
  * @param opt The optimizer (and through it the model).
  * @param dataset Source of the batch (only read; may be shared with other threads).
  * @param batch Number of sequences, ≥ 1.
@@ -1160,8 +1162,11 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *opt, double *grad_norm_ou
  * @param[out] loss_out Mean per-token loss of the batch before the update (nats), or NULL.
  * @return the errors of induct_dataset_batch(), induct_model_backward() and
  *         induct_optimizer_step(); ::INDUCT_EINVAL if the dataset's vocabulary
- *         exceeds the model's; ::INDUCT_ERANGE if seq_len > n_ctx. On any error the
- *         weights, the moments and the step counter are unchanged.
+ *         exceeds the model's, if batch is not a multiple of ::INDUCT_OPT_GRAD_SHARDS
+ *         or that is not a multiple of the communicator's rank count; ::INDUCT_ERANGE
+ *         if seq_len > n_ctx; a communicator's failure (its status, or ::INDUCT_EIO;
+ *         the communicator's `abort` is called first). On any error the weights, the
+ *         moments and the step counter are unchanged.
  * @since 0.1 No allocation after the first step with a given shape.
  */
 INDUCT_API int induct_train_step(induct_optimizer *opt, const induct_dataset *dataset,
@@ -1469,6 +1474,13 @@ typedef int (*induct_progress_fn)(const induct_progress *progress, void *user_da
  * interrupt flag is cleared when the call starts. `target_loss` ends the run with
  * ::INDUCT_OK. If the counter already equals or exceeds `steps`, nothing is trained
  * (a start-of-run evaluation at step 0 still happens when steps is 0).
+ *
+ * Data-parallel (a communicator attached with induct_optimizer_set_comm()): every
+ * rank calls induct_train() with the same config and dataset; every rank trains and
+ * evaluates alike, rank 0 alone writes `metrics_path` and the snapshot files (the
+ * other ranks' callbacks get ::INDUCT_TRAIN_EVENT_SNAPSHOT with a NULL path), and a
+ * stop request on any rank stops every rank before the same step (one small exchange
+ * per step). A failure of one rank alone calls the communicator's `abort`.
  *
  * Every metric bit is checked before the first step, whether or not an evaluation
  * is scheduled: one the dataset or the context length cannot provide returns
@@ -2726,7 +2738,9 @@ INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *t
  * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
  * @param n_hooks At most 4096.
  * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
- * @return as induct_train_step() and induct_model_backward_with_hooks().
+ * @return as induct_train_step() and induct_model_backward_with_hooks();
+ *         ::INDUCT_ENOTSUP for hooks with ::INDUCT_OPT_GRAD_SHARDS > 1 or a
+ *         communicator (hooks see whole batches).
  * @since 0.1 One thread per model.
  */
 INDUCT_API int induct_train_step_with_hooks(induct_optimizer *optimizer,
