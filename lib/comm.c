@@ -247,9 +247,10 @@ static int tr_sendrecv(void *user, uint32_t peer, const void *sendbuf, size_t se
         in->taken = seq;
         rc = INDUCT_EINVAL;
     } else {
+        const void *src = in->buf;
         in->reading = 1; /* the sender waits for this copy even after an abort */
         pthread_mutex_unlock(&g->mu);
-        if (recv_bytes) memcpy(recvbuf, in->buf, recv_bytes);
+        if (recv_bytes) memcpy(recvbuf, src, recv_bytes);
         pthread_mutex_lock(&g->mu);
         in->reading = 0;
         in->taken = seq;
