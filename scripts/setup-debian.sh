@@ -9,7 +9,7 @@ python3-distutils python3-lib2to3 python3-tk
 doxygen abigail-tools bible-kjv sentencepiece python3-sentencepiece
 clang libclang-rt-14-dev valgrind
 emscripten chromium python3-websocket
-libopenmpi-dev openmpi-bin python3-mpi4py"
+libopenmpi-dev openmpi-bin python3-mpi4py parallel"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
