@@ -81,7 +81,9 @@ typedef struct options {
     uint32_t cosine;         /* --schedule constant|cosine */
     double min_lr_ratio;     /* --min-lr-ratio (cosine floor) */
     uint64_t steps;          /* --steps */
-    uint64_t steps_1l;       /* --steps-1l: steps of the 1-layer models; 0 = --steps */
+    uint64_t steps_1l;       /* --steps-1l: steps of the 1-layer models; without the flag
+                              * the default or --steps, whichever is smaller */
+    int steps_1l_set;        /* --steps-1l given */
     /* measurement */
     uint64_t eval_every;     /* --eval-every */
     uint32_t eval_batch;     /* --eval-batch: sequences of the evaluation set */
@@ -267,7 +269,7 @@ static void usage(FILE *f) {
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
         "          --grad-clip X (library default)  --schedule constant|cosine (constant)\n"
         "          --min-lr-ratio X (%g)  --steps N (%llu)  --steps-1l N (1-layer models;\n"
-        "          %s)\n"
+        "          %s, or --steps if smaller)\n"
         "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --smooth N (%u, odd)\n"
         "          --icl-band W (%u; ICL averages the loss over +-W tokens, 0 = single tokens)\n"
         "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
@@ -450,7 +452,10 @@ static void on_option(const char *name, const char *v, void *ud) {
             else bad_input("--schedule must be constant or cosine, got '%s'", v);
         } else if (!strcmp(a, "--min-lr-ratio")) o->min_lr_ratio = parse_f64(a, v, 0, 1);
         else if (!strcmp(a, "--steps")) o->steps = parse_u64(a, v, 1, (uint64_t)1e12);
-        else if (!strcmp(a, "--steps-1l")) o->steps_1l = parse_u64(a, v, 1, (uint64_t)1e12);
+        else if (!strcmp(a, "--steps-1l")) {
+            o->steps_1l = parse_u64(a, v, 1, (uint64_t)1e12);
+            o->steps_1l_set = 1;
+        }
         else if (!strcmp(a, "--eval-every")) o->eval_every = parse_u64(a, v, 1, (uint64_t)1e12);
         else if (!strcmp(a, "--eval-batch")) o->eval_batch = (uint32_t)parse_u64(a, v, 1, 1 << 20);
         else if (!strcmp(a, "--icl-band")) o->icl_band = (uint32_t)parse_u64(a, v, 0, 1000);
@@ -507,6 +512,7 @@ static void parse_args(int argc, char **argv, options *o) {
         bad_input("--pos-init sinusoidal needs positions (--positional shortformer|standard)");
     if (o->pos_init == POS_INIT_SINUSOIDAL && o->d_model % 2)
         bad_input("--pos-init sinusoidal needs an even --d-model");
+    if (!o->steps_1l_set && o->steps_1l > o->steps) o->steps_1l = o->steps;
 }
 
 /* ======================================================================== */

@@ -114,12 +114,11 @@ fi
 
 if [ "$full" = 1 ]; then
     # flags given after --full still win (phase-change takes the last value of a flag)
-    set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --eval-every 250 --snapshots 12 "$@"
-    echo "phase-change.sh: the full run: 12000 steps per model, about an hour on 2 cores"
+    set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --steps-1l 12000 --snapshots 12 "$@"
+    echo "phase-change.sh: the full run: 12000 steps (49 M tokens) per model, about an hour on 2 cores"
 else
-    echo "phase-change.sh: the default run takes about 8 minutes on 2 idle cores; in 1200 steps the"
-    echo "  smeared-key model shows the phase change, the plain 2-layer model needs --full"
-    echo "  (12000 steps, about an hour) for it"
+    echo "phase-change.sh: the default run: the 2-layer model 5000 steps (20.5 M tokens), the 1-layer"
+    echo "  models 2000 steps; about DEMO_MIN minutes on 2 idle cores"
 fi
 "$exe" --out "$out" "$@"
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
