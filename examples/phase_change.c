@@ -62,6 +62,7 @@ typedef struct options {
     const char *models;      /* --models 2L,1L,1L-smeared (2L-smeared too with --full) */
     uint32_t d_model;        /* --d-model */
     uint32_t heads;          /* --heads */
+    uint32_t d_head;         /* --d-head: width of each head; 0 = d_model / heads */
     uint32_t seq_len;        /* --seq-len (= n_ctx) */
     int allow_short;         /* --allow-short: permit seq_len < 512 (quick tests) */
     uint32_t ln;             /* --ln 0|1 */
@@ -107,7 +108,7 @@ static const options DEFAULTS = {
     .text = NULL, .suffix = NULL, .tokens = NULL, .format = INDUCT_TOKFILE_U16, .d_vocab = 0,
     .eval_windows = 1024, .data_seed = 0, .val_fraction = 0.1, .block_tokens = 65536, .bos = 0,
     .repeat_fraction = 0.0, .repeat_min = 8, .repeat_max = 64,
-    .models = "2L,1L,1L-smeared", .d_model = 64, .heads = 2, .seq_len = 512, .allow_short = 0,
+    .models = "2L,1L,1L-smeared", .d_model = 64, .heads = 2, .d_head = 0, .seq_len = 512, .allow_short = 0,
     .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .init = INDUCT_INIT_GPT2, .init_std = NAN,
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
@@ -262,6 +263,7 @@ static void usage(FILE *f) {
         "          random-token data; %u keeps a span to an eighth of a 512-token window, so most\n"
         "          of each window stays natural text; capped at seq-len/2)\n"
         "models:   --models LIST (%s; names <n>L or <n>L-smeared)  --d-model N (%u)  --heads N (%u)\n"
+        "          --d-head N (0: d-model / heads; heads x d-head need not equal d-model)\n"
         "          --seq-len N (%u; >= 512 unless --allow-short)  --ln 0|1 (%u)\n"
         "          --positional shortformer|standard|none (shortformer)  --init gpt2|torch (gpt2)\n"
         "          --init-std X (library default)  --pos-init random|sinusoidal (%s)\n"
@@ -364,6 +366,7 @@ static const struct option LONGOPTS[] = {
     {"block-tokens", required_argument, 0, 0}, {"bos", required_argument, 0, 0},
     {"repeat-fraction", required_argument, 0, 0}, {"repeat-len", required_argument, 0, 0},
     {"models", required_argument, 0, 0}, {"d-model", required_argument, 0, 0},
+    {"d-head", required_argument, 0, 0},
     {"heads", required_argument, 0, 0}, {"seq-len", required_argument, 0, 0},
     {"ln", required_argument, 0, 0}, {"positional", required_argument, 0, 0},
     {"init", required_argument, 0, 0}, {"init-std", required_argument, 0, 0},
@@ -422,6 +425,7 @@ static void on_option(const char *name, const char *v, void *ud) {
         else if (!strcmp(a, "--models")) o->models = v;
         else if (!strcmp(a, "--d-model")) o->d_model = (uint32_t)parse_u64(a, v, 1, 1 << 16);
         else if (!strcmp(a, "--heads")) o->heads = (uint32_t)parse_u64(a, v, 1, 1024);
+        else if (!strcmp(a, "--d-head")) o->d_head = (uint32_t)parse_u64(a, v, 0, 4096);
         else if (!strcmp(a, "--seq-len")) o->seq_len = (uint32_t)parse_u64(a, v, 2, 1 << 20);
         else if (!strcmp(a, "--ln")) o->ln = (uint32_t)parse_u64(a, v, 0, 1);
         else if (!strcmp(a, "--positional")) {
@@ -506,8 +510,9 @@ static void parse_args(int argc, char **argv, options *o) {
                   "(pass --allow-short for a quick test with a shortened score)", o->seq_len);
     if (o->seq_len < 101)
         bad_input("--seq-len %u is below 101, the length of the prefix-matching probe", o->seq_len);
-    if (o->d_model % o->heads) bad_input("--heads %u does not divide --d-model %u", o->heads,
-                                         o->d_model);
+    if (!o->d_head && o->d_model % o->heads)
+        bad_input("--heads %u does not divide --d-model %u (or give --d-head)", o->heads,
+                  o->d_model);
     if (o->pos_init == POS_INIT_SINUSOIDAL && o->positional == INDUCT_POS_NONE)
         bad_input("--pos-init sinusoidal needs positions (--positional shortformer|standard)");
     if (o->pos_init == POS_INIT_SINUSOIDAL && o->d_model % 2)
@@ -859,6 +864,7 @@ static int make_model(const options *o, const model_spec *sp, uint32_t d_vocab, 
     mc.n_layers = sp->n_layers;
     mc.d_model = o->d_model;
     mc.n_heads = o->heads;
+    mc.d_head = o->d_head;
     mc.d_mlp = 0; /* attention-only */
     mc.n_ctx = o->seq_len;
     mc.d_vocab = d_vocab;
@@ -1902,9 +1908,9 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
     } while (0)
     const options *o = sh->o;
     MD("# Phase change on %s\n\n", o->text ? o->text : o->tokens);
-    MD("d_model %u, %u heads, seq_len %u, batch %u, lr %g, warm-up %llu, %llu steps "
-       "(%.3g M tokens per model), evaluation every %llu steps on %u sequences.\n\n",
-       o->d_model, o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
+    MD("d_model %u, %u heads of d_head %u, seq_len %u, batch %u, lr %g, warm-up %llu, %llu "
+       "steps (%.3g M tokens per model), evaluation every %llu steps on %u sequences.\n\n",
+       o->d_model, o->heads, o->d_head ? o->d_head : o->d_model / o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
        (unsigned long long)o->steps, (double)o->steps * o->batch * sh->T / 1e6,
        (unsigned long long)o->eval_every, sh->E);
     if (o->steps_1l && o->steps_1l != o->steps)
@@ -2248,8 +2254,9 @@ int main(int argc, char **argv) {
            o.suffix ? " *" : "", o.suffix ? o.suffix : "", (unsigned long long)n_train,
            (unsigned long long)n_val, induct_dataset_d_vocab(d), sh.E,
            (unsigned long long)n_windows, sh.T);
-    printf("models: %s — attention-only, d_model %u, %u heads, n_ctx %u, LN %s, positions %s "
-           "(%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads, sh.T,
+    printf("models: %s — attention-only, d_model %u, %u heads of d_head %u, n_ctx %u, LN %s, "
+           "positions %s (%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads,
+           o.d_head ? o.d_head : o.d_model / o.heads, sh.T,
            o.ln ? "on" : "off",
            o.positional == INDUCT_POS_SHORTFORMER ? "shortformer"
            : o.positional == INDUCT_POS_STANDARD  ? "standard" : "none",
@@ -2414,6 +2421,7 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(mcfg, "models", o.models);
     cJSON_AddNumberToObject(mcfg, "d_model", o.d_model);
     cJSON_AddNumberToObject(mcfg, "n_heads", o.heads);
+    cJSON_AddNumberToObject(mcfg, "d_head", o.d_head ? o.d_head : o.d_model / o.heads);
     cJSON_AddNumberToObject(mcfg, "d_mlp", 0);
     cJSON_AddNumberToObject(mcfg, "n_ctx", sh.T);
     cJSON_AddNumberToObject(mcfg, "layer_norm", o.ln);

@@ -384,6 +384,21 @@ def read_safetensors(path, name):
         return np.frombuffer(f.read(b - a), dtype="<f4").reshape(e["shape"])
 
 
+def test_d_head(corpus, tmp_path):
+    """--d-head: heads wider than d_model / heads (4 heads of 4 in d_model 8), recorded."""
+    d = str(tmp_path / "dh")
+    r = run(["--text", corpus, "--out", d, "--models", "1L", "--seq-len", "128",
+             "--allow-short"] + TINY[:4] + ["--heads", "4", "--d-head", "4"] + TINY[4:])
+    assert r.returncode == 0, r.stderr
+    assert "4 heads of d_head 4" in r.stdout
+    assert read_safetensors(os.path.join(d, "1L", "final.safetensors"),
+                            "blocks.0.attn.W_Q").shape == (4, 8, 4)
+    s = json.load(open(os.path.join(d, "summary.json")))
+    assert (s["config"]["model"]["n_heads"], s["config"]["model"]["d_head"]) == (4, 4)
+    bad = run(["--text", corpus, "--out", str(tmp_path / "bad"), "--heads", "3"] + TINY[:2])
+    assert bad.returncode == 2 and "--d-head" in bad.stderr
+
+
 def test_sinusoidal_positions_and_short_context(corpus, tmp_path):
     d = str(tmp_path / "sin")
     r = run(["--text", corpus, "--out", d, "--models", "1L", "--pos-init", "sinusoidal",
