@@ -2,7 +2,7 @@
  *
  *   bench_step step [--vocab V] [--seq T] [--d-model D] [--heads H] [--layers L]
  *                   [--mlp M] [--layernorm 0|1] [--batch B] [--threads N]
- *                   [--positional standard|shortformer] [--smeared 0|1]
+ *                   [--positional standard|shortformer] [--smeared 0|1] [--d-head E]
  *                   [--grad-shards S]
  *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01; S
  *       gradient shards, INDUCT_OPT_GRAD_SHARDS, default 1) and
@@ -119,7 +119,7 @@ static int roof(int argc, char **argv) {
 
 static int step(int argc, char **argv) {
     unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
-    unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1;
+    unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1, E = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "--positional")) {
@@ -129,6 +129,7 @@ static int step(int argc, char **argv) {
                 return 2;
             }
         } else if (!strcmp(argv[i], "--smeared")) smeared = v;
+        else if (!strcmp(argv[i], "--d-head")) E = v;
         else if (!strcmp(argv[i], "--grad-shards")) shards = v;
         else if (!strcmp(argv[i], "--vocab")) V = v;
         else if (!strcmp(argv[i], "--seq")) T = v;
@@ -150,6 +151,7 @@ static int step(int argc, char **argv) {
     c.n_layers = L;
     c.d_model = D;
     c.n_heads = H;
+    c.d_head = E; /* 0: D / H */
     c.d_mlp = M;
     c.n_ctx = T;
     c.d_vocab = V;
