@@ -7,10 +7,11 @@
 # usage: scripts/phase-change.sh [--full] [--corpus kjv|python|PATH] [--bpe N|--bytes]
 #                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
 #   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
-#                    phase-change defaults (3 models, 1200 steps; about 8 min on 2 idle cores)
+#                    phase-change defaults (3 models: the 2-layer one 5000 steps, the 1-layer
+#                    ones 2000; about 10 min on 2 idle cores)
 #   --full           the long run: the 3 models and a smeared-key 2-layer one, 12000 steps
-#                    (49 M tokens per model), evaluation every 250
-#                    steps on 256 windows (about an hour on 2 cores; docs/phase-change.md)
+#                    each (49 M tokens per model), evaluation every 250 steps on 256
+#                    windows (over an hour on 2 cores; docs/phase-change.md)
 #   --corpus python  the pinned corpus (default): CPython 3.11's standard library from
 #                    Debian 12's packages, a fixed file list with per-file SHA-256
 #                    (examples/phase_change_corpus.json, docs/phase-change.md "The corpus")
@@ -118,7 +119,7 @@ if [ "$full" = 1 ]; then
     echo "phase-change.sh: the full run: 12000 steps (49 M tokens) per model, about an hour on 2 cores"
 else
     echo "phase-change.sh: the default run: the 2-layer model 5000 steps (20.5 M tokens), the 1-layer"
-    echo "  models 2000 steps; about DEMO_MIN minutes on 2 idle cores"
+    echo "  models 2000 steps; about 10 minutes on 2 idle cores"
 fi
 "$exe" --out "$out" "$@"
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
