@@ -52,16 +52,7 @@ static induct_model *rand_model(uint32_t L, uint32_t d_mlp, uint32_t ln, uint32_
     return m;
 }
 
-static induct_dataset *rrt(uint32_t V) {
-    induct_rrt_config rc;
-    induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = V;
-    rc.min_block = 3;
-    rc.seed = 17;
-    induct_dataset *d;
-    ck_ok(induct_dataset_new_rrt(&d, &rc));
-    return d;
-}
+static induct_dataset *rrt(uint32_t V) { return tu_rrt(V, 3, 17); }
 
 static void small_eval(induct_eval_config *ec) {
     induct_eval_config_init(ec, sizeof *ec);

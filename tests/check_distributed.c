@@ -18,16 +18,7 @@ static induct_model *tiny(void) { /* 2 layers, LayerNorm, an MLP, standard posit
     return tu_variant_model(16, 1, INDUCT_POS_STANDARD, 0, 3);
 }
 
-static induct_dataset *rrt(void) {
-    induct_rrt_config rc;
-    induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = 11;
-    rc.min_block = 2;
-    rc.seed = 5;
-    induct_dataset *d;
-    ck_ok(induct_dataset_new_rrt(&d, &rc));
-    return d;
-}
+static induct_dataset *rrt(void) { return tu_rrt(11, 2, 5); }
 
 /* Every parameter (or gradient), in tensor order, into a new array of *n floats. */
 static float *all(induct_model *m, int which, size_t *n) {

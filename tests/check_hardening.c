@@ -34,15 +34,7 @@ static induct_model *new_model(induct_model_config *c) {
     return m;
 }
 
-static induct_dataset *rrt(uint32_t d_vocab) {
-    induct_rrt_config rc;
-    induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = d_vocab;
-    rc.min_block = 1;
-    induct_dataset *d = NULL;
-    ck_ok(induct_dataset_new_rrt(&d, &rc));
-    return d;
-}
+static induct_dataset *rrt(uint32_t d_vocab) { return tu_rrt(d_vocab, 1, 0); }
 
 /* Resident set size of this process in bytes (Linux). */
 static uint64_t rss_bytes(void) {

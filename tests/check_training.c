@@ -58,16 +58,7 @@ static void teardown_dir(void) {
     rmdir(dir);
 }
 
-static induct_dataset *rrt(void) {
-    induct_rrt_config rc;
-    induct_rrt_config_init(&rc, sizeof rc);
-    rc.d_vocab = 11;
-    rc.min_block = 2;
-    rc.seed = 5;
-    induct_dataset *d;
-    ck_ok(induct_dataset_new_rrt(&d, &rc));
-    return d;
-}
+static induct_dataset *rrt(void) { return tu_rrt(11, 2, 5); }
 
 /* A tensor list copy of the model's weights. */
 typedef struct snap {

@@ -32,6 +32,17 @@ induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t pos
     return m;
 }
 
+induct_dataset *tu_rrt(uint32_t d_vocab, uint32_t min_block, uint64_t seed) {
+    induct_rrt_config rc;
+    induct_rrt_config_init(&rc, sizeof rc);
+    rc.d_vocab = d_vocab;
+    rc.min_block = min_block;
+    rc.seed = seed;
+    induct_dataset *d = NULL;
+    ck_assert_int_eq(induct_dataset_new_rrt(&d, &rc), INDUCT_OK);
+    return d;
+}
+
 void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed) {
     uint64_t s = seed * 2654435761u + 1;
     for (size_t i = 0; i < n; i++) t[i] = (int32_t)(lcg(&s) % V);

@@ -23,6 +23,9 @@ void tu_tiny_config(induct_model_config *c);
  * randomised by tu_randomize(m, 0.5, seed). */
 induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t positional,
                                uint32_t smeared_keys, uint64_t seed);
+/* A repeated-random-token dataset (induct_dataset_new_rrt) with these fields set, the
+ * other fields at their defaults. */
+induct_dataset *tu_rrt(uint32_t d_vocab, uint32_t min_block, uint64_t seed);
 /* Deterministic pseudo-random tokens in [0, V). */
 void tu_tokens(int32_t *t, size_t n, uint32_t V, uint64_t seed);
 /* Overwrite every parameter with N(0, std) values (deterministic) so that biases,
