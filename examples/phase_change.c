@@ -692,14 +692,21 @@ static uint32_t band_positions(uint32_t early, uint32_t late, uint32_t w, uint32
     return n;
 }
 
+/* Groups of the large evaluation whose windows also give the loss-by-position curve
+ * (a figure, not a check): an eighth of them, at least one. */
+static uint32_t curve_groups(uint32_t n_groups) { return n_groups / 8 ? n_groups / 8 : 1; }
+
 static int eval_groups(const shared *sh, induct_model *m, const induct_dataset *d,
                        uint32_t n_groups, uint32_t per_group, float *buf, double *curve,
                        icl_est *e) {
     *e = ICL_NONE;
-    /* without the curve only the bands are needed: the library computes the final
-     * LayerNorm, unembedding and loss at those indices only (NaN elsewhere in buf) */
-    uint32_t w = sh->o->icl_band, *pos = curve ? NULL : xcalloc(2 * (2 * (size_t)w + 1), sizeof *pos);
-    uint32_t n_pos = pos ? band_positions(sh->early, sh->late, w, pos) : 0;
+    /* the ICL estimates need only the bands: the library computes the final LayerNorm,
+     * unembedding and loss at those indices only (NaN elsewhere in buf, the same bits at
+     * the bands); the curve, when asked for, comes from the first curve_groups() groups,
+     * evaluated at every index */
+    uint32_t w = sh->o->icl_band, *pos = xcalloc(2 * (2 * (size_t)w + 1), sizeof *pos);
+    uint32_t n_pos = band_positions(sh->early, sh->late, w, pos);
+    uint32_t n_curve = curve ? curve_groups(n_groups) : 0;
     e->n_groups = n_groups;
     e->per_group = per_group;
     e->g_band = xcalloc(n_groups, sizeof *e->g_band);
@@ -711,13 +718,13 @@ static int eval_groups(const shared *sh, induct_model *m, const induct_dataset *
         ec.n_seq = per_group;
         ec.chunk = per_group < 8 ? per_group : 8;
         ec.batch_index = g;
-        ec.positions = pos;
-        ec.n_positions = n_pos;
+        ec.positions = g < n_curve ? NULL : pos;
+        ec.n_positions = g < n_curve ? 0 : n_pos;
         if ((rc = induct_analysis_loss_vectors(m, d, &ec, NULL, 0, buf, sh->T - 1))) break;
         e->g_band[g] = band_icl(buf, sh->early, sh->late, sh->o->icl_band);
         gt[g] = (double)buf[sh->late - 1] - (double)buf[sh->early - 1];
-        if (curve)
-            for (uint32_t p = 0; p + 1 < sh->T; p++) curve[p] += (double)buf[p] / n_groups;
+        if (g < n_curve)
+            for (uint32_t p = 0; p + 1 < sh->T; p++) curve[p] += (double)buf[p] / n_curve;
     }
     if (!rc) {
         mean_se(e->g_band, n_groups, &e->band, &e->band_se);
@@ -1217,6 +1224,8 @@ static int analyse(job *j) {
         "standard error is measured on the final model in groups of those windows");
     add_num(ms, "large_evaluation_seconds", j->eval_seconds_large);
     cJSON_AddItemToObject(ms, "loss_by_position_final", double_list(curve, sh->T - 1));
+    cJSON_AddNumberToObject(ms, "loss_by_position_final_windows",
+                            (double)curve_groups(sh->big_groups) * sh->big_per);
     free(curve);
     free(ea.g_band);
     free(eb.g_band);

@@ -18,8 +18,8 @@ and writes five PNG files into RUN_DIR:
                     of the vocabulary is the newline);
   ablation.png      ICL-score change per ablated head (zero and pattern-preserving);
   pca.png           per-token-loss PCA trajectories of every model;
-  loss_by_position.png  each model's loss by position at the end of training (the large
-                    evaluation), where the ICL score is read.
+  loss_by_position.png  each model's loss by position at the end of training (an eighth
+                    of the large evaluation's windows), where the ICL score is read.
 The `induct` package is taken from BUILD_DIR/bindings/python (default: the `build`
 directory next to this script's parent, or $INDUCT_BUILD_DIR), else from the installed one.
 """
@@ -228,8 +228,10 @@ def main():
     ax.set_ylabel("loss (nats)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    ax.set_title(f"Loss by position at the end of training ({lg.get('windows', '?')} held-out "
-                 "windows)", fontsize="medium")
+    nw = next((models[n].get("loss_by_position_final_windows") for n in order
+               if models[n].get("loss_by_position_final_windows")), lg.get("windows", "?"))
+    ax.set_title(f"Loss by position at the end of training ({nw} held-out windows; ICL scores "
+                 f"from {lg.get('windows', '?')})", fontsize="medium")
     fig.tight_layout()
     save(fig, "loss_by_position.png")
 
