@@ -170,7 +170,18 @@ static induct_model *analysis_model(void) {
 static void fuzz_eval(unsigned char *buf, const uint8_t *data, size_t n, int fix) {
     induct_eval_config_init((induct_eval_config *)buf, sizeof(induct_eval_config));
     overlay(buf, sizeof(induct_eval_config), data, n, fix);
-    const induct_eval_config *ec = (const induct_eval_config *)buf;
+    induct_eval_config *ec = (induct_eval_config *)buf;
+    /* the positions are the host's: never a pointer from the input. Up to 8 indices, their
+     * values (often out of range or out of order) and count from the input; sometimes a
+     * buffer with a count of 0 or none with a count (both refused) */
+    static uint32_t host_pos[8];
+    for (size_t i = 0; i < 8; i++) host_pos[i] = n > 2 + i ? data[2 + i] % 40u : (uint32_t)i;
+    uint32_t k = ec->n_positions % 9u;
+    switch (n > 1 ? data[1] % 3 : 0) {
+    case 0: ec->positions = NULL, ec->n_positions = 0; break;  /* every position */
+    case 1: ec->positions = host_pos, ec->n_positions = k; break; /* k = 0: refused */
+    default: ec->positions = NULL, ec->n_positions = k ? k : 1; break; /* refused */
+    }
     induct_model *m = analysis_model();
     induct_rrt_config rc;
     induct_rrt_config_init(&rc, sizeof rc);
