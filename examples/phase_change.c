@@ -244,12 +244,6 @@ static void fmt_duration(double s, char *buf, size_t cap) { cli_fmt_duration(s, 
 static const char *prog = "phase-change";
 
 static void usage(FILE *f) {
-    char steps_1l_default[48];
-    if (DEFAULTS.steps_1l)
-        snprintf(steps_1l_default, sizeof steps_1l_default, "%llu",
-                 (unsigned long long)DEFAULTS.steps_1l);
-    else
-        snprintf(steps_1l_default, sizeof steps_1l_default, "default: --steps");
     fprintf(f,
         "usage: %s (--text PATH [--suffix SUF] | --tokens PATH [--format u16|u32|llmc] [--d-vocab N])\n"
         "       [--out DIR] [options]\n"
@@ -271,7 +265,7 @@ static void usage(FILE *f) {
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
         "          --grad-clip X (library default)  --schedule constant|cosine (constant)\n"
         "          --min-lr-ratio X (%g)  --steps N (%llu)  --steps-1l N (1-layer models;\n"
-        "          %s, or --steps if smaller)\n"
+        "          %llu, or --steps if smaller)\n"
         "measure:  --eval-every N (%llu)  --eval-batch N (%u)  --smooth N (%u, odd)\n"
         "          --icl-band W (%u; ICL averages the loss over +-W tokens, 0 = single tokens)\n"
         "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
@@ -291,7 +285,7 @@ static void usage(FILE *f) {
         DEFAULTS.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random", DEFAULTS.pos_amp,
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
         (unsigned long long)DEFAULTS.warmup, DEFAULTS.min_lr_ratio,
-        (unsigned long long)DEFAULTS.steps, steps_1l_default,
+        (unsigned long long)DEFAULTS.steps, (unsigned long long)DEFAULTS.steps_1l,
         (unsigned long long)DEFAULTS.eval_every,
         DEFAULTS.eval_batch, DEFAULTS.smooth,
         DEFAULTS.icl_band, DEFAULTS.snapshots, DEFAULTS.icl_windows, DEFAULTS.icl_groups,
@@ -348,7 +342,7 @@ static size_t parse_models(const char *list, const options *o, model_spec *out) 
         memcpy(out[n].name, name, len + 1);
         out[n].n_layers = (uint32_t)nl;
         out[n].smeared = end[1] != 0;
-        out[n].steps = nl == 1 && o->steps_1l ? o->steps_1l : o->steps;
+        out[n].steps = nl == 1 ? o->steps_1l : o->steps;
         n++;
         if (!comma) break;
         p = comma + 1;
@@ -1922,7 +1916,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
        o->d_model, o->heads, o->d_head ? o->d_head : o->d_model / o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
        (unsigned long long)o->steps, (double)o->steps * o->batch * sh->T / 1e6,
        (unsigned long long)o->eval_every, sh->E);
-    if (o->steps_1l && o->steps_1l != o->steps)
+    if (o->steps_1l != o->steps)
         MD("The 1-layer models train for %llu steps (%.3g M tokens), not %llu: they are the "
            "control and the smeared-key comparison, whose outcome is decided well before "
            "(docs/phase-change.md, \"The default run\"); the 2-layer models' ICL figures are "
@@ -2277,7 +2271,7 @@ int main(int argc, char **argv) {
            (unsigned long long)o.warmup, o.cosine ? "cosine" : "constant", o.batch,
            (unsigned long long)o.steps, tok_model / 1e6, tok_all / 1e6,
            (unsigned long long)o.eval_every, sh.late, sh.early, o.icl_band);
-    if (o.steps_1l && o.steps_1l != o.steps)
+    if (o.steps_1l != o.steps)
         printf("          1-layer models: %llu steps = %.3g M tokens (--steps-1l)\n",
                (unsigned long long)o.steps_1l, (double)o.steps_1l * o.batch * sh.T / 1e6);
     if (o.repeat_fraction > 0) printf("%s\n", curriculum_line(&o, sh.T));
@@ -2455,7 +2449,7 @@ int main(int argc, char **argv) {
     cJSON_AddNumberToObject(tcfg, "batch", o.batch);
     cJSON_AddNumberToObject(tcfg, "seq_len", sh.T);
     cJSON_AddNumberToObject(tcfg, "steps", (double)o.steps);
-    cJSON_AddNumberToObject(tcfg, "steps_1l", (double)(o.steps_1l ? o.steps_1l : o.steps));
+    cJSON_AddNumberToObject(tcfg, "steps_1l", (double)o.steps_1l);
     cJSON_AddNumberToObject(tcfg, "tokens_per_step", (double)o.batch * sh.T);
     cJSON_AddNumberToObject(tcfg, "tokens_per_model", tok_model);
     {
