@@ -249,7 +249,7 @@ static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, ui
             }
         induct__gemm(nt, 0, 1, V, D, HD, 1.0f, ge, ld, Wp[x], HD, 1.0f, G(m->W_E), D);
         if (pos[x]) induct__gemm(nt, 0, 1, T, D, HD, 1.0f, gp, ld, Wp[x], HD, 1.0f, G(m->W_pos), D);
-        if (x != 1) induct__colsum(db[x], d[x], N, HD, HD, nt); /* b_K: exactly 0, below */
+        if (x != 1) induct__colsum(db[x], d[x], N, HD, HD, nt); /* b_K: induct__backward */
     }
 }
 
@@ -352,14 +352,18 @@ static int fire_hooks(induct_model *m, const induct__pass *p, uint32_t point, ui
 }
 
 void induct__masks_free(induct__masks *ms) {
-    for (size_t i = 0; i < ms->n; i++) free(ms->e[i].mask);
+    for (size_t i = 0; i < ms->n; i++) {
+        free(ms->e[i].mask);
+        free(ms->e[i].value);
+    }
     free(ms->e);
     memset(ms, 0, sizeof *ms);
 }
 
 /* Run the hooks at (point, layer) on x: the standing intervention's first, then the
  * caller's, each in list order. In a pass with gradients, record what writing hooks
- * changed (see induct__masks). */
+ * changed and, where they changed something, the values the backward pass needs (see
+ * induct__mask). */
 static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
     if (!p->grad || !hooked(p, point, l, 1)) return fire_hooks(m, p, point, l, x);
     induct__masks *ms = p->masks;
@@ -382,34 +386,64 @@ static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t
     }
     memcpy(before, x, n * sizeof *x);
     int rc = fire_hooks(m, p, point, l, x);
-    for (size_t i = 0; i < n; i++) mask[i] = memcmp(&before[i], &x[i], sizeof *x) != 0;
+    size_t n_set = 0, T = p->T;
+    for (size_t i = 0; i < n; i++) {
+        mask[i] = memcmp(&before[i], &x[i], sizeof *x) != 0;
+        /* scores above the diagonal (key > query) are masked by the softmax: writes there
+         * change nothing */
+        if (point == INDUCT__HP_SCORES && i % T > i / T % T) mask[i] = 0;
+        n_set += mask[i];
+    }
+    float *value = NULL;
+    if (rc == INDUCT_OK && n_set) {
+        if (point == INDUCT__HP_PATTERN) { /* the pattern the scores gave */
+            value = before;
+            before = NULL;
+        } else if (point == INDUCT__HP_LN1 || point == INDUCT__HP_LN2 ||
+                   point == INDUCT__HP_LNF) { /* what the hooks left */
+            value = before; /* reused: the same size */
+            before = NULL;
+            memcpy(value, x, n * sizeof *x);
+        }
+    }
     free(before);
     if (rc != INDUCT_OK) {
         free(mask);
         return rc;
     }
-    ms->e[ms->n++] = (induct__mask){point, l, n, mask};
+    ms->e[ms->n++] = (induct__mask){point, l, n, n_set, mask, value};
     return INDUCT_OK;
+}
+
+/* The record of (point, layer) when a writing hook there changed something, else NULL. */
+static const induct__mask *written(const induct__pass *p, uint32_t point, uint32_t l) {
+    for (size_t k = 0; p->masks && k < p->masks->n; k++) {
+        const induct__mask *e = &p->masks->e[k];
+        if (e->point == point && e->layer == l && e->n_set) return e; /* one per point */
+    }
+    return NULL;
+}
+
+/* Does the rest of the pass have to use what a hook at (point, layer) left, rather than
+ * the plain pass's value? With gradients: only if it changed something (a hook that
+ * writes back what it read changes no bit of the pass or its gradients); without: if
+ * a hook there may write. */
+static int wrote(const induct__pass *p, uint32_t point, uint32_t l) {
+    return p->grad ? written(p, point, l) != NULL : hooked(p, point, l, 1);
 }
 
 /* Zero the gradient entries that a writing hook at (point, layer) set (see fire). */
 static void mask_grad(const induct__pass *p, uint32_t point, uint32_t l, float *g) {
-    if (!p->masks) return;
-    for (size_t k = 0; k < p->masks->n; k++) {
-        const induct__mask *e = &p->masks->e[k];
-        if (e->point != point || e->layer != l) continue;
-        for (size_t i = 0; i < e->numel; i++)
-            if (e->mask[i]) g[i] = 0.0f;
-    }
+    const induct__mask *e = written(p, point, l);
+    if (!e) return;
+    for (size_t i = 0; i < e->numel; i++)
+        if (e->mask[i]) g[i] = 0.0f;
 }
 
-/* The pattern mask of layer l (NULL if no writing hook changed it). */
-static const uint8_t *pattern_mask(const induct__pass *p, uint32_t l) {
-    const uint8_t *found = NULL;
-    for (size_t k = 0; p->masks && k < p->masks->n; k++)
-        if (p->masks->e[k].point == INDUCT__HP_PATTERN && p->masks->e[k].layer == l)
-            found = p->masks->e[k].mask; /* one pattern point per layer and pass */
-    return found;
+/* The mask of (point, layer), NULL if no writing hook changed anything there. */
+static const uint8_t *mask_of(const induct__pass *p, uint32_t point, uint32_t l) {
+    const induct__mask *e = written(p, point, l);
+    return e ? e->mask : NULL;
 }
 #define FIRE(point, l, x)                                                                  \
     do {                                                                                   \
@@ -484,7 +518,7 @@ static int layernorm_hooked(induct_model *m, const induct__pass *p, uint32_t poi
     for (size_t n = 0; n < N; n++)
         for (size_t i = 0; i < D; i++) hs[n * D + i] = (x[n * D + i] - mean[n]) * rstd[n];
     INDUCT_TRY(fire(m, p, point, l, hs));
-    if (hooked(p, point, l, 1))
+    if (wrote(p, point, l))
         for (size_t n = 0; n < N; n++)
             for (size_t i = 0; i < D; i++) out[n * D + i] = hs[n * D + i] * w[i] + b[i];
     return INDUCT_OK;
@@ -519,7 +553,6 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, f
     const induct__layer_act *a = &m->A[l];
     int nt = induct__nt(m);
     size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
-    int w_res = hooked(p, INDUCT__HP_RESULT, l, 1), w_out = hooked(p, INDUCT__HP_ATTN_OUT, l, 1);
     float *out = hs, *res = hs + N * D;
     if (hooked(p, INDUCT__HP_RESULT, l, 0)) {
         for (size_t h = 0; h < H; h++)
@@ -527,6 +560,7 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, f
                          D, 0.0f, res + h * D, H * D);
         INDUCT_TRY(fire(m, p, INDUCT__HP_RESULT, l, res));
     }
+    int w_res = wrote(p, INDUCT__HP_RESULT, l);
     if (w_res) { /* the output from what the hooks left */
         for (size_t n = 0; n < N; n++)
             for (size_t i = 0; i < D; i++) {
@@ -538,7 +572,7 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, f
         induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, out, D, NULL, D, P(o->b_O));
     }
     if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) INDUCT_TRY(fire(m, p, INDUCT__HP_ATTN_OUT, l, out));
-    if (w_res || w_out) {
+    if (w_res || wrote(p, INDUCT__HP_ATTN_OUT, l)) {
         const float *rp = W(a->resid_pre);
         for (size_t i = 0; i < N * D; i++) attn_resid[i] = rp[i] + out[i];
     } else {
@@ -552,22 +586,13 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 
 int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
+    /* every point supports writing hooks with gradients, given the record of what they
+     * changed (passes with gradient shards keep none: their callers refuse hooks) */
     for (int s = 0; s < 2; s++)
-        for (size_t i = 0; i < p->n_hooks[s]; i++) {
-            const induct__hook *h = &p->hooks[s][i];
-            if (!p->grad || !h->writes) continue;
-            int ok = p->masks && (h->point == INDUCT__HP_RESID_PRE || h->point == INDUCT__HP_Q ||
-                                  h->point == INDUCT__HP_K || h->point == INDUCT__HP_V ||
-                                  h->point == INDUCT__HP_K_SMEARED ||
-                                  h->point == INDUCT__HP_PATTERN || h->point == INDUCT__HP_Z ||
-                                  h->point == INDUCT__HP_RESID_MID ||
-                                  h->point == INDUCT__HP_MLP_PRE ||
-                                  h->point == INDUCT__HP_MLP_POST ||
-                                  h->point == INDUCT__HP_RESID_POST);
-            INDUCT_FAIL_IF(!ok, INDUCT_ENOTSUP,
-                           "writing hooks in a pass with gradients are supported at the "
-                           "residual stream, q/k/v, hook_pattern, hook_z and the MLP only");
-        }
+        for (size_t i = 0; i < p->n_hooks[s]; i++)
+            INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes && !p->masks, INDUCT_ENOTSUP,
+                           "writing hooks in a pass with gradients need a record of what "
+                           "they change (not kept with gradient shards)");
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
@@ -735,7 +760,103 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 }
 #undef FIRE
 
+/* ---- backward through writing hooks ------------------------------------------------ */
+
+/* A LayerNorm's backward (see induct__layernorm_backward) at its hook_normalized
+ * (point, l): the plain kernel unless a writing hook changed the normalised values. */
+static void ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                        float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                        const float *mean, const float *rstd, const float *w) {
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
+    int nt = induct__nt(m);
+    const induct__mask *e = written(p, point, l);
+    if (e)
+        induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w, e->value,
+                                          e->mask, N, D, nt);
+    else
+        induct__layernorm_backward(dinp, dw, db, dout, inp, mean, rstd, w, N, D, nt);
+}
+
+/* Floats of backward scratch for what writing hooks changed at the points the workspace
+ * has no gradient buffer for (the embeddings, hook_result, hook_attn_out): two [N, D]. */
+static size_t backward_scratch(const induct_model *m, const induct__pass *p) {
+    for (size_t k = 0; p->masks && k < p->masks->n; k++) {
+        uint32_t pt = p->masks->e[k].point;
+        if (p->masks->e[k].n_set && (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED ||
+                                     pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT))
+            return 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
+    }
+    return 0;
+}
+
+/* Layer l's attention output, resid_mid = resid_pre + attn_out with attn_out = Σ_h
+ * result_h + b_O and result_h = z_h W_O[h]: the gradients of b_O and W_O and dz
+ * (overwritten) from dres = d resid_mid. Entries of hook_attn_out and hook_result that
+ * a writing hook changed pass no gradient back (dres itself still flows on to
+ * resid_pre). bs: backward_scratch floats when a hook changed either. */
+static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
+                              const float *dres, float *dz, float *bs) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    int nt = induct__nt(m);
+    size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    const uint8_t *mo = mask_of(p, INDUCT__HP_ATTN_OUT, l), *mr = mask_of(p, INDUCT__HP_RESULT, l);
+    const float *dout = dres; /* d attn_out */
+    if (mo) {
+        float *g = bs;
+        for (size_t i = 0; i < N * D; i++) g[i] = mo[i] ? 0.0f : dres[i];
+        dout = g;
+    }
+    induct__colsum(G(o->b_O), dout, N, D, D, nt);
+    if (!mr) {
+        induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dout, D, P(o->W_O), D, 0.0f, dz, HD);
+        induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dout, D, 1.0f, G(o->W_O), D);
+        return;
+    }
+    float *dr = bs + N * D; /* d result_h, [N, D] per head */
+    for (size_t h = 0; h < H; h++) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < D; i++)
+                dr[n * D + i] = mr[(n * H + h) * D + i] ? 0.0f : dout[n * D + i];
+        induct__gemm(nt, 0, 1, N, dh, D, 1.0f, dr, D, P(o->W_O) + h * dh * D, D, 0.0f, dz + h * dh,
+                     HD);
+        induct__gemm(nt, 1, 0, dh, D, N, 1.0f, W(a->z) + h * dh, HD, dr, D, 1.0f,
+                     G(o->W_O) + h * dh * D, D);
+    }
+}
+
+/* resid_pre of layer 0 = hook_embed + hook_pos_embed: the embedding gradients from
+ * dres, without the entries a writing hook changed at either point. */
+static void embed_backward_hooked(induct_model *m, const induct__pass *p, const float *dres,
+                                  float *bs) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, D = c->d_model;
+    const uint8_t *me = mask_of(p, INDUCT__HP_EMBED, 0), *mp = mask_of(p, INDUCT__HP_POS_EMBED, 0);
+    for (size_t i = 0; i < N * D; i++) bs[i] = me && me[i] ? 0.0f : dres[i];
+    induct__embed_backward_par(G(m->W_E), NULL, bs, p->tokens, p->B, p->T, D, induct__nt(m));
+    if (c->positional != INDUCT_POS_STANDARD) return;
+    for (size_t i = 0; i < N * D; i++) bs[i] = mp && mp[i] ? 0.0f : dres[i];
+    induct__pos_backward(G(m->W_pos), bs, p->B, p->T, D);
+}
+
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs);
+
 int induct__backward(induct_model *m, const induct__pass *p) {
+    size_t nb = backward_scratch(m, p);
+    if (!nb) return backward_pass(m, p, NULL);
+    uint64_t bytes = (uint64_t)nb * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the backward scratch of writing hooks"));
+    float *bs = malloc(nb * sizeof *bs);
+    INDUCT_FAIL_IF(!bs, INDUCT_ENOMEM, "out of memory: %zu floats of backward scratch", nb);
+    induct__model_held(m, bytes, 0);
+    int rc = backward_pass(m, p, bs);
+    free(bs);
+    induct__model_held(m, 0, bytes);
+    return rc;
+}
+
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     const int32_t *tokens = p->tokens;
     uint32_t B = p->B, T = p->T, only = p->score_pos;
     int fold = use_fold(m, p);
@@ -758,8 +879,8 @@ int induct__backward(induct_model *m, const induct__pass *p) {
                         D, V);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
-        induct__layernorm_backward(dres, G(m->lnf_w), G(m->lnf_b), dh_, W(m->a_resid_final),
-                                   W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w), N, D, nt);
+        ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,
+                    W(m->a_resid_final), W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w));
     }
     /* dres now holds d(resid_post of the last layer) */
     for (uint32_t li = c->n_layers; li-- > 0;) {
@@ -777,22 +898,28 @@ int induct__backward(induct_model *m, const induct__pass *p) {
             linear_backward_new(m, dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
                                 M);
             if (c->layer_norm)
-                induct__layernorm_backward(dres, G(o->ln2_w), G(o->ln2_b), dh_, W(a->resid_mid),
-                                           W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w), N, D, nt);
+                ln_backward(m, p, INDUCT__HP_LN2, li, dres, G(o->ln2_w), G(o->ln2_b), dh_,
+                            W(a->resid_mid), W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w));
             else
                 induct__add_inplace(dres, dh_, N * D, nt);
             mask_grad(p, INDUCT__HP_RESID_MID, li, dres);
         }
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
-        induct__colsum(G(o->b_O), dres, N, D, D, nt);
-        induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
-        induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
+        if (bs) {
+            attn_out_backward(m, p, li, dres, dz, bs);
+        } else {
+            induct__colsum(G(o->b_O), dres, N, D, D, nt);
+            induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
+            induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
+        }
         mask_grad(p, INDUCT__HP_Z, li, dz);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
+        const induct__mask *pm = written(p, INDUCT__HP_PATTERN, li);
         induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                     W(a->att), pattern_mask(p, li), B, T, H, dh, W(m->g_att),
-                                     nt);
+                                     W(a->att), pm ? pm->mask : NULL, pm ? pm->value : NULL,
+                                     mask_of(p, INDUCT__HP_SCORES, li), B, T, H, dh,
+                                     W(m->g_att), nt);
         mask_grad(p, INDUCT__HP_Q, li, dq);
         mask_grad(p, INDUCT__HP_V, li, dv);
         if (c->smeared_keys) {
@@ -808,6 +935,11 @@ int induct__backward(induct_model *m, const induct__pass *p) {
             }
         }
         mask_grad(p, INDUCT__HP_K, li, dk);
+        /* b_K adds q·b_K to every score of a query, which the softmax ignores: its
+         * gradient is exactly 0 and stays the 0 the buffer was cleared to (summing dk
+         * would give rounding noise, which Adam's normalisation turns into updates),
+         * unless a hook set some scores (then the shift changes the pattern) */
+        if (mask_of(p, INDUCT__HP_SCORES, li)) induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         if (li == 0 && fold) {
             /* the projections' share of d resid_pre goes straight to W_E and W_pos */
             fold_backward(m, tokens, B, T, dq, dk, dv);
@@ -827,23 +959,23 @@ int induct__backward(induct_model *m, const induct__pass *p) {
         proj_backward(m, dx, separate_qk ? beta0 : 1.0f, G(o->W_V), dv, W(a->ln1), W(a->wv), N,
                       D, H, dh);
         induct__colsum(G(o->b_Q), dq, N, HD, HD, nt);
-        /* b_K adds q·b_K to every score of a query, which the softmax ignores: its
-         * gradient is exactly 0 and stays the 0 the buffer was cleared to (summing dk
-         * would give rounding noise, which Adam's normalisation turns into updates) */
-        induct__colsum(G(o->b_V), dv, N, HD, HD, nt);
+        induct__colsum(G(o->b_V), dv, N, HD, HD, nt); /* b_K: above */
         if (separate_qk) {
             induct__pos_backward(G(m->W_pos), dqk, B, T, D);
             induct__add_inplace(dx, dqk, N * D, nt);
         }
         /* with LN: dh_ = d(LN1 output); dres += through LN1 */
         if (c->layer_norm)
-            induct__layernorm_backward(dres, G(o->ln1_w), G(o->ln1_b), dh_, W(a->resid_pre),
-                                       W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w), N, D, nt);
+            ln_backward(m, p, INDUCT__HP_LN1, li, dres, G(o->ln1_w), G(o->ln1_b), dh_,
+                        W(a->resid_pre), W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w));
         mask_grad(p, INDUCT__HP_RESID_PRE, li, dres);
     }
-    induct__embed_backward_par(G(m->W_E),
-                               c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL, dres,
-                               tokens, B, T, D, nt);
+    if (bs)
+        embed_backward_hooked(m, p, dres, bs);
+    else
+        induct__embed_backward_par(G(m->W_E),
+                                   c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL,
+                                   dres, tokens, B, T, D, nt);
     return INDUCT_OK;
 }
 

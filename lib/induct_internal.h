@@ -148,14 +148,21 @@ typedef struct induct__hook {
 } induct__hook;
 
 /* What the writing hooks of a forward pass with gradients changed: per (point, layer),
- * mask[i] = 1 where the hook left another value than the pass computed. The backward
- * pass treats those entries as constants (no gradient flows to what they replaced);
- * entries left bit-identical keep their gradient. Filled by induct__forward, read by
- * induct__backward, freed with induct__masks_free. */
+ * mask[i] = 1 where the hook left another value than the pass computed (n_set of them).
+ * The backward pass treats those entries as constants (no gradient flows to what they
+ * replaced); entries left bit-identical keep their gradient, and a point where nothing
+ * changed (n_set 0) is computed as if it had no writing hook. `value` keeps what a
+ * backward formula needs that the workspace does not hold (else NULL): at a
+ * LayerNorm's hook_normalized the values the hooks left (the gain's gradient reads
+ * them; the workspace holds only the statistics of the unhooked input), at
+ * hook_pattern the pattern before the hooks (the softmax's Jacobian is that of the
+ * pattern the scores gave). Filled by induct__forward, read by induct__backward, freed
+ * with induct__masks_free. */
 typedef struct induct__mask {
     uint32_t point, layer;
-    size_t numel;
+    size_t numel, n_set;
     uint8_t *mask;
+    float *value;
 } induct__mask;
 typedef struct induct__masks {
     size_t n, cap;

@@ -353,6 +353,46 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
     }
 }
 
+void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
+                                       const float *inp, const float *mean, const float *rstd,
+                                       const float *w, const float *xhat, const uint8_t *mask,
+                                       size_t N, size_t D, int nt) {
+    PFOR
+    for (idx n = 0; n < (idx)N; n++) {
+        const float *x = inp + (size_t)n * D;
+        const float *g = dout + (size_t)n * D;
+        const uint8_t *mk = mask + (size_t)n * D;
+        float m = mean[n], r = rstd[n];
+        double s1 = 0.0, s2 = 0.0;
+        for (size_t i = 0; i < D; i++) {
+            if (mk[i]) continue; /* a constant: no gradient into the normalisation */
+            double xh = (x[i] - m) * r;
+            double gw = (double)g[i] * w[i];
+            s1 += gw;
+            s2 += gw * xh;
+        }
+        s1 /= (double)D;
+        s2 /= (double)D;
+        float *di = dinp + (size_t)n * D;
+        for (size_t i = 0; i < D; i++) {
+            double xh = (x[i] - m) * r;
+            double gw = mk[i] ? 0.0 : (double)g[i] * w[i];
+            di[i] += (float)((gw - s1 - xh * s2) * r);
+        }
+    }
+    PFOR
+    for (idx i = 0; i < (idx)D; i++) {
+        double sw = 0.0, sb = 0.0;
+        for (size_t n = 0; n < N; n++) {
+            float g = dout[n * D + (size_t)i];
+            sw += (double)g * xhat[n * D + (size_t)i];
+            sb += g;
+        }
+        dw[i] += (float)sw;
+        db[i] += (float)sb;
+    }
+}
+
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt) {
     if (bias) {
@@ -1093,7 +1133,8 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
 void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
                                   const float *q, size_t ldq, const float *k, size_t ldk,
                                   const float *v, size_t ldv, const float *att,
-                                  const uint8_t *amask, size_t B, size_t T, size_t H, size_t dh,
+                                  const uint8_t *amask, const float *att_sm,
+                                  const uint8_t *smask, size_t B, size_t T, size_t H, size_t dh,
                                   float *scratch, int nt) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
@@ -1115,18 +1156,20 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
             const float *ab = att + (size_t)bh * T * T;
             const uint8_t *mb = amask ? amask + (size_t)bh * T * T : NULL;
+            const uint8_t *sb = smask ? smask + (size_t)bh * T * T : NULL;
+            const float *pb = att_sm ? att_sm + (size_t)bh * T * T : NULL;
             float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
             const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
                         *vb = v + r0 * ldv + o;
 #ifdef INDUCT_AVX2
             if (simd) {
-                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, T,
-                                 dh, scale, sc);
+                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb,
+                                 sb, T, dh, scale, sc);
                 continue;
             }
 #endif
-            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, T,
-                               dh, scale, sc);
+            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb, sb,
+                               T, dh, scale, sc);
         }
     }
 }

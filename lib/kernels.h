@@ -51,6 +51,16 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
                                 const float *inp, const float *mean, const float *rstd,
                                 const float *w, size_t N, size_t D, int nt);
 
+/* The backward of a LayerNorm whose normalised output xhat = (x - mean) * rstd a hook
+ * overwrote where mask[n*D+i] is set, the layer's output being xhat_hooked * w + b:
+ * dw += sum_n dout * xhat_hooked (the values the hook left, `xhat`), db += sum_n dout;
+ * dinp += the unhooked LayerNorm's backward of d xhat = dout * w, set to 0 where the
+ * hook wrote (those entries are constants). */
+void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
+                                       const float *inp, const float *mean, const float *rstd,
+                                       const float *w, const float *xhat, const uint8_t *mask,
+                                       size_t N, size_t D, int nt);
+
 /* out[N,C] = inp[N,K] @ W[K,C] + bias[C] (bias may be NULL). */
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt);
@@ -134,11 +144,16 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                                  unsigned stages);
 /* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
  * dz stride ldz); only k <= p touched. amask [B,H,T,T] (or NULL): pattern entries set
- * to constants (by a hook), which get no gradient (dA = 0 there). */
+ * to constants (by a hook), which get no gradient (dA = 0 there). att_sm [B,H,T,T] (or
+ * NULL: att): the softmax of the scores, when a hook changed the pattern att that z was
+ * computed from (the softmax's Jacobian is taken at att_sm, dv reads att). smask
+ * [B,H,T,T] (or NULL): scores set to constants (by a hook), which pass no gradient to
+ * q and k (dS = 0 there). */
 void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *dz, size_t ldz,
                                   const float *q, size_t ldq, const float *k, size_t ldk,
                                   const float *v, size_t ldv, const float *att,
-                                  const uint8_t *amask, size_t B, size_t T, size_t H, size_t dh,
+                                  const uint8_t *amask, const float *att_sm,
+                                  const uint8_t *smask, size_t B, size_t T, size_t H, size_t dh,
                                   float *scratch, int nt);
 
 /* Cross-entropy forward that also keeps sumexp[B*T] = sum_v exp(logits[v] - max) of every

@@ -101,7 +101,7 @@ START_TEST(test_attention_vs_reference) {
     induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
                                 b.dh, b.scratch, 1, INDUCT__ATTN_ALL);
     induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
-                                 b.att, NULL, b.B, b.T, b.H, b.dh, b.scratch, 1);
+                                 b.att, NULL, NULL, NULL, b.B, b.T, b.H, b.dh, b.scratch, 1);
     float *q = dense(&b, b.q), *k = dense(&b, b.k), *v = dense(&b, b.v), *dz = dense(&b, b.dz);
     size_t n = b.N * b.HD;
     float *z = malloc(n * 4), *dq = malloc(n * 4), *dk = malloc(n * 4), *dv = malloc(n * 4);
@@ -147,7 +147,7 @@ static float *run_attention(const shape *s, int nt, int simd, size_t *len) {
     induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
                                 b.dh, b.scratch, nt, INDUCT__ATTN_ALL);
     induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
-                                 b.att, NULL, b.B, b.T, b.H, b.dh, b.scratch, nt);
+                                 b.att, NULL, NULL, NULL, b.B, b.T, b.H, b.dh, b.scratch, nt);
     induct__simd_enable(1);
     size_t n = b.N * b.ld, a = b.B * b.H * b.T * b.T;
     float *out = malloc((4 * n + a) * sizeof *out);

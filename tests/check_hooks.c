@@ -357,10 +357,7 @@ START_TEST(test_gradcheck_through_writing_hooks) {
             ck_assert_msg(g[j] == 0.0f, "%s: clamped head has gradient %g", qk[i], g[j]);
     }
     ck_assert_uint_eq(tu_gradcheck(m, hooked_loss, &in, v->name), induct_model_n_params(m));
-    /* writing where gradients are not offered is refused; so is training while ablated */
-    induct_hook sc = {"blocks.0.attn.hook_attn_scores", rewrite_head, &za};
-    ck_assert_status(induct_model_backward_with_hooks(m, tok, GB, GT, &sc, 1, NULL),
-                     INDUCT_ENOTSUP);
+    /* training while heads are ablated is refused */
     ck_ok(induct_model_ablate_head(m, 0, 0, INDUCT_ABLATE_ZERO));
     ck_assert_status(induct_model_backward_with_hooks(m, tok, GB, GT, hooks, 1, NULL),
                      INDUCT_ESTATE);
@@ -412,6 +409,202 @@ START_TEST(test_train_step_with_hooks) {
 }
 END_TEST
 
+/* ---- writing hooks with gradients at every point -------------------------------------- */
+
+/* A writing hook on a fifth of the elements (flat index i % 5 == 2: spread over the
+ * batch, positions, heads and features, above the diagonal of scores too): a constant
+ * overwrite (scale 0: x = 0.3 + 0.05 (i % 7)) or a scaling (x *= scale). The library
+ * treats every element a hook changed as a constant, whatever computed it, so the
+ * finite-difference reference holds the hook's output fixed: after the first pass the
+ * hook replays what it left there (`replay`). */
+typedef struct write_arg {
+    float scale;
+    int replay, calls;
+    float *rec; /* what the hook left in its first pass */
+    size_t n;
+} write_arg;
+
+static int write_some(void *user, const char *name, float *x, const uint32_t *shape,
+                      uint32_t ndim) {
+    write_arg *a = user;
+    (void)name;
+    size_t n = 1;
+    for (uint32_t k = 0; k < ndim; k++) n *= shape[k];
+    if (!a->rec) {
+        a->rec = floats(n);
+        a->n = n;
+    }
+    ck_assert_uint_eq(a->n, n);
+    for (size_t i = 2; i < n; i += 5) {
+        if (a->replay) x[i] = a->rec[i];
+        else x[i] = a->scale != 0.0f ? x[i] * a->scale : 0.3f + 0.05f * (float)(i % 7);
+    }
+    if (!a->replay) memcpy(a->rec, x, n * sizeof *x);
+    a->calls++;
+    return 0;
+}
+
+typedef struct grad_case {
+    size_t variant;        /* into VARIANTS */
+    const char *points[2]; /* the written points (NULL: none) */
+} grad_case;
+
+static const grad_case GRAD_CASES[] = {
+    /* MLP + LayerNorm, standard positions */
+    {1, {"hook_embed", NULL}},
+    {1, {"hook_pos_embed", NULL}},
+    {1, {"blocks.0.ln1.hook_normalized", NULL}},
+    {1, {"blocks.1.ln1.hook_normalized", NULL}},
+    {1, {"blocks.0.ln2.hook_normalized", NULL}},
+    {1, {"blocks.1.ln2.hook_normalized", NULL}},
+    {1, {"ln_final.hook_normalized", NULL}},
+    {1, {"blocks.0.attn.hook_attn_scores", NULL}},
+    {1, {"blocks.1.attn.hook_attn_scores", NULL}},
+    {1, {"blocks.0.attn.hook_result", NULL}},
+    {1, {"blocks.1.attn.hook_result", NULL}},
+    {1, {"blocks.0.hook_attn_out", NULL}},
+    {1, {"blocks.1.hook_attn_out", NULL}},
+    {1, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}},
+    {1, {"hook_embed", "blocks.0.ln1.hook_normalized"}},
+    /* some entries of each pattern row: the softmax's Jacobian is that of the scores'
+     * pattern, not of the one the hook left */
+    {1, {"blocks.0.attn.hook_pattern", NULL}},
+    {1, {"blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"}},
+    /* attention-only, standard positions (no LayerNorm: layer 0 unfolded by the writes) */
+    {0, {"hook_embed", "hook_pos_embed"}},
+    {0, {"blocks.0.attn.hook_result", NULL}},
+    {0, {"blocks.1.hook_attn_out", NULL}},
+    {0, {"blocks.1.attn.hook_attn_scores", NULL}},
+    /* smeared keys, shortformer positions */
+    {2, {"blocks.0.attn.hook_attn_scores", NULL}},
+    {2, {"blocks.1.attn.hook_attn_scores", NULL}},
+    {2, {"hook_embed", NULL}},
+    {2, {"blocks.0.hook_attn_out", "blocks.1.attn.hook_result"}},
+};
+#define N_GRAD_CASES (sizeof GRAD_CASES / sizeof *GRAD_CASES)
+
+/* Every parameter's gradient with writes at each point (case _i / 2; constants for even
+ * _i, a scaling by 1.5 for odd) against central finite differences of the hooked loss
+ * with the written values held fixed. The writes matter: loss and gradients differ from
+ * the plain pass's. */
+START_TEST(test_gradcheck_writes_at_every_point) {
+    const grad_case *gc = &GRAD_CASES[_i / 2];
+    const variant *v = &VARIANTS[gc->variant];
+    float scale = _i % 2 ? 1.5f : 0.0f;
+    induct_model *m = make(v);
+    int32_t tok[GB * GT];
+    tu_tokens(tok, GB * GT, 11, 5);
+    double l_plain, l0;
+    ck_ok(induct_model_backward(m, tok, GB, GT, &l_plain));
+    float *g_plain = tu_grads(m);
+    write_arg wa[2] = {{scale, 0, 0, NULL, 0}, {scale, 0, 0, NULL, 0}};
+    induct_hook hooks[2];
+    size_t n = 0;
+    for (size_t k = 0; k < 2; k++)
+        if (gc->points[k]) {
+            hooks[n] = (induct_hook){gc->points[k], write_some, &wa[n]};
+            n++;
+        }
+    char what[160];
+    snprintf(what, sizeof what, "%s, %s%s%s (%s)", v->name, gc->points[0], n > 1 ? " + " : "",
+             n > 1 ? gc->points[1] : "", scale != 0.0f ? "scaled" : "constants");
+    ck_ok(induct_model_backward_with_hooks(m, tok, GB, GT, hooks, n, &l0));
+    float *g = tu_grads(m);
+    size_t np = induct_model_n_params(m);
+    ck_assert_msg(l0 != l_plain, "%s: the write does not change the loss", what);
+    ck_assert_msg(memcmp(g, g_plain, np * sizeof *g) != 0, "%s: same gradients", what);
+    for (size_t k = 0; k < n; k++) {
+        ck_assert_int_eq(wa[k].calls, 1);
+        wa[k].replay = 1;
+    }
+    hooked_input in = {tok, hooks, n};
+    ck_assert_msg(l0 == hooked_loss(&in, m), "%s: the replayed pass has another loss", what);
+    ck_assert_uint_eq(tu_gradcheck(m, hooked_loss, &in, what), np);
+    for (size_t k = 0; k < n; k++) free(wa[k].rec);
+    free(g);
+    free(g_plain);
+    induct_model_free(m);
+}
+END_TEST
+
+/* Copy the activation out and write the copy back. */
+static int write_back(void *user, const char *name, float *x, const uint32_t *shape,
+                      uint32_t ndim) {
+    (void)name;
+    size_t n = 1;
+    for (uint32_t k = 0; k < ndim; k++) n *= shape[k];
+    float *c = floats(n);
+    memcpy(c, x, n * sizeof *x);
+    memcpy(x, c, n * sizeof *x);
+    free(c);
+    (*(int *)user)++;
+    return 0;
+}
+
+/* Constants above the diagonal of every head's scores (the causal mask ignores them). */
+static int write_above_diagonal(void *user, const char *name, float *s, const uint32_t *shape,
+                                uint32_t ndim) {
+    (void)name, (void)ndim;
+    size_t T = shape[2];
+    for (size_t bh = 0; bh < (size_t)shape[0] * shape[1]; bh++)
+        for (size_t q = 0; q < T; q++)
+            for (size_t k = q + 1; k < T; k++) s[(bh * T + q) * T + k] = 0.75f;
+    (*(int *)user)++;
+    return 0;
+}
+
+/* A hook that writes back what it read changes nothing: the loss and every gradient
+ * are the unhooked pass's bits, at every point of the model; so does writing scores
+ * above the diagonal. With B x T = 48 a model without LayerNorm folds layer 0 into the
+ * embedding tables, which a writing hook on what layer 0 reads turns off (other
+ * roundings): those points are left out at that shape. */
+START_TEST(test_written_back_gradients_are_bit_identical) {
+    const variant *v = &VARIANTS[_i];
+    induct_model *m = make(v);
+    static const uint32_t shapes[2][2] = {{GB, GT}, {B, T}};
+    for (size_t s = 0; s < 2; s++) {
+        uint32_t b = shapes[s][0], t = shapes[s][1];
+        int32_t tok[B * T];
+        tu_tokens(tok, (size_t)b * t, 11, 13);
+        double l_plain, l;
+        ck_ok(induct_model_backward(m, tok, b, t, &l_plain));
+        float *g_plain = tu_grads(m);
+        size_t np = induct_model_n_params(m), checked = 0;
+        char name[64];
+        for (size_t k = 0;; k++) {
+            int rc = induct_model_hook_point(m, k, name, sizeof name, NULL);
+            if (rc == INDUCT_ERANGE) break;
+            ck_ok(rc);
+            if (s == 1 && !v->layer_norm &&
+                (!strcmp(name, "hook_embed") || !strcmp(name, "hook_pos_embed") ||
+                 !strcmp(name, "blocks.0.hook_resid_pre")))
+                continue;
+            int calls = 0;
+            induct_hook h = {name, write_back, &calls};
+            ck_ok(induct_model_backward_with_hooks(m, tok, b, t, &h, 1, &l));
+            ck_assert_int_eq(calls, 1);
+            float *g = tu_grads(m);
+            ck_assert_msg(l == l_plain && memcmp(g, g_plain, np * sizeof *g) == 0,
+                          "%s, %u x %u: writing back %s changes the gradients", v->name, b, t,
+                          name);
+            free(g);
+            checked++;
+        }
+        ck_assert_uint_ge(checked, v->n_points - 3);
+        int calls = 0;
+        induct_hook h = {"blocks.1.attn.hook_attn_scores", write_above_diagonal, &calls};
+        ck_ok(induct_model_backward_with_hooks(m, tok, b, t, &h, 1, &l));
+        ck_assert_int_eq(calls, 1);
+        float *g = tu_grads(m);
+        ck_assert_msg(l == l_plain && memcmp(g, g_plain, np * sizeof *g) == 0,
+                      "%s: scores written above the diagonal change the gradients", v->name);
+        free(g);
+        free(g_plain);
+    }
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("hooks");
     TCase *tc = tcase_create("hooks");
@@ -421,6 +614,8 @@ int main(void) {
     tcase_add_test(tc, test_errors);
     tcase_add_loop_test(tc, test_gradcheck_through_writing_hooks, 0, N_VARIANTS);
     tcase_add_test(tc, test_train_step_with_hooks);
+    tcase_add_loop_test(tc, test_gradcheck_writes_at_every_point, 0, 2 * N_GRAD_CASES);
+    tcase_add_loop_test(tc, test_written_back_gradients_are_bit_identical, 0, N_VARIANTS);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -102,6 +102,23 @@ size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *wh
     return checked;
 }
 
+float *tu_grads(induct_model *m) {
+    size_t nt = induct_model_n_tensors(m), total = induct_model_n_params(m), off = 0;
+    float *g = malloc(total * sizeof *g);
+    ck_assert_ptr_nonnull(g);
+    for (size_t i = 0; i < nt; i++) {
+        const char *name;
+        size_t n, len;
+        ck_assert_int_eq(induct_model_tensor_info(m, i, &name, NULL, NULL, &n), INDUCT_OK);
+        ck_assert_uint_le(off + n, total);
+        ck_assert_int_eq(induct_model_get_tensor(m, name, INDUCT_BUF_GRAD, g + off, n, &len),
+                         INDUCT_OK);
+        off += n;
+    }
+    ck_assert_uint_eq(off, total);
+    return g;
+}
+
 int tu_run(Suite *s) {
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -37,6 +37,9 @@ typedef double (*tu_loss_fn)(void *user, induct_model *m);
  * against central finite differences (eps 2e-3) of loss: |fd - g| <= 2e-3 + 2e-2 |fd|.
  * Returns the number of parameters checked. */
 size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *what);
+/* Every parameter's gradient (INDUCT_BUF_GRAD), tensors in storage order, in one
+ * malloc'ed array of induct_model_n_params(m) floats (the caller frees it). */
+float *tu_grads(induct_model *m);
 /* Run a suite; returns the process exit status. */
 int tu_run(Suite *s);
 
