@@ -389,9 +389,10 @@ static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t
     size_t n_set = 0, T = p->T;
     for (size_t i = 0; i < n; i++) {
         mask[i] = memcmp(&before[i], &x[i], sizeof *x) != 0;
-        /* scores above the diagonal (key > query) are masked by the softmax: writes there
-         * change nothing */
-        if (point == INDUCT__HP_SCORES && i % T > i / T % T) mask[i] = 0;
+        /* above the diagonal (key > query) the softmax masks the scores and the pass
+         * sets the pattern back to 0: writes there change nothing */
+        if ((point == INDUCT__HP_SCORES || point == INDUCT__HP_PATTERN) && i % T > i / T % T)
+            mask[i] = 0;
         n_set += mask[i];
     }
     float *value = NULL;
@@ -610,6 +611,15 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     return rc;
 }
 
+/* Set the entries above the diagonal (key > query) of n [T][T] patterns back to 0: the
+ * mixing z = A v reads some of them (whole vectors), and no query may see later keys. */
+static void causal_zero(float *att, size_t n, size_t T) {
+    for (size_t r = 0; r < n * T; r++) {
+        size_t q = r % T;
+        memset(att + r * T + q + 1, 0, (T - q - 1) * sizeof *att);
+    }
+}
+
 /* Layer l up to its attention output: LN1, Q/K/V, attention, attn_resid = resid_pre +
  * z W_O + b_O, with the hooks on the way. */
 static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, int fold,
@@ -669,6 +679,7 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
             ATTN(INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX);
         }
         INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, W(a->att)));
+        if (hooked(p, INDUCT__HP_PATTERN, l, 1)) causal_zero(W(a->att), (size_t)B * H, T);
         ATTN(INDUCT__ATTN_MIX);
     }
 #undef ATTN

@@ -541,7 +541,7 @@ static int write_back(void *user, const char *name, float *x, const uint32_t *sh
     return 0;
 }
 
-/* Constants above the diagonal of every head's scores (the causal mask ignores them). */
+/* Constants above the diagonal of every head's scores or pattern (ignored). */
 static int write_above_diagonal(void *user, const char *name, float *s, const uint32_t *shape,
                                 uint32_t ndim) {
     (void)name, (void)ndim;
@@ -554,8 +554,8 @@ static int write_above_diagonal(void *user, const char *name, float *s, const ui
 }
 
 /* A hook that writes back what it read changes nothing: the loss and every gradient
- * are the unhooked pass's bits, at every point of the model; so does writing scores
- * above the diagonal. With B x T = 48 a model without LayerNorm folds layer 0 into the
+ * are the unhooked pass's bits, at every point of the model; nor does writing scores
+ * or a pattern above the diagonal (no query sees later keys). With B x T = 48 a model without LayerNorm folds layer 0 into the
  * embedding tables, which a writing hook on what layer 0 reads turns off (other
  * roundings): those points are left out at that shape. */
 START_TEST(test_written_back_gradients_are_bit_identical) {
@@ -591,14 +591,22 @@ START_TEST(test_written_back_gradients_are_bit_identical) {
             checked++;
         }
         ck_assert_uint_ge(checked, v->n_points - 3);
-        int calls = 0;
-        induct_hook h = {"blocks.1.attn.hook_attn_scores", write_above_diagonal, &calls};
-        ck_ok(induct_model_backward_with_hooks(m, tok, b, t, &h, 1, &l));
-        ck_assert_int_eq(calls, 1);
-        float *g = tu_grads(m);
-        ck_assert_msg(l == l_plain && memcmp(g, g_plain, np * sizeof *g) == 0,
-                      "%s: scores written above the diagonal change the gradients", v->name);
-        free(g);
+        const char *above[] = {"blocks.1.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"};
+        for (size_t k = 0; k < 2; k++) {
+            int calls = 0;
+            induct_hook h = {above[k], write_above_diagonal, &calls};
+            ck_ok(induct_model_backward_with_hooks(m, tok, b, t, &h, 1, &l));
+            ck_assert_int_eq(calls, 1);
+            float *g = tu_grads(m);
+            ck_assert_msg(l == l_plain && memcmp(g, g_plain, np * sizeof *g) == 0,
+                          "%s: %s written above the diagonal changes the gradients", v->name,
+                          above[k]);
+            free(g);
+            double lf;
+            ck_ok(induct_model_run_with_hooks(m, tok, b, t, &h, 1, NULL, 0, NULL, 0, &lf));
+            ck_assert_msg(lf == l_plain, "%s: %s written above the diagonal changes the loss",
+                          v->name, above[k]);
+        }
         free(g_plain);
     }
     induct_model_free(m);

@@ -280,3 +280,136 @@ def test_train_step_inside_hooks():
     after = m.get("blocks.0.attn.W_Q")
     assert np.array_equal(after[0], before[0])  # the clamped head's W_Q had no gradient
     assert not np.array_equal(after[1], before[1])
+
+
+def _some(shape, causal=False):
+    """A fifth of the elements (flat index % 5 == 2); for scores and patterns [B, H, T, K]
+    only those with key <= query (the library ignores writes above the diagonal; the
+    reference would use them)."""
+    sel = (np.arange(int(np.prod(shape))) % 5 == 2).reshape(shape)
+    if causal:
+        T = shape[-1]
+        sel &= np.tril(np.ones((T, T), dtype=bool))
+    return sel
+
+
+def _hooked_grads(m, ref, toks, writes):
+    """Gradients and loss of backward() inside model.hooks() with `writes` {name: (sel,
+    kind)} (kind 'const': 0.3 at sel, else a scaling by 1.5 at sel), and PyTorch
+    float64 autograd's for the same writes, each written element a constant (detached:
+    the library does not differentiate a hook's function)."""
+    def lib_hook(sel, kind):
+        def fn(x, _name):
+            x[sel] = 0.3 if kind == "const" else x[sel] * np.float32(1.5)
+        return fn
+
+    def torch_hook(sel, kind):
+        s = torch.from_numpy(sel)
+
+        def fn(t):
+            w = torch.full_like(t, 0.3) if kind == "const" else t * 1.5
+            return torch.where(s, w.detach(), t)
+        return fn
+    with m.hooks([(n, lib_hook(*w)) for n, w in writes.items()]):
+        loss = m.backward(toks)
+    grads = {n: m.get(n, grad=True) for n in m.tensor_names()}
+    ref.zero_grad()
+    t = torch.from_numpy(toks.astype(np.int64))
+    logits = ref(t, {n: torch_hook(*w) for n, w in writes.items()})
+    ref_loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                                 t[:, 1:].reshape(-1))
+    ref_loss.backward()
+    ref_grads = {n: p.grad.numpy().copy() for n, p in ref.named_parameters()}
+    return loss, grads, ref_loss.item(), ref_grads
+
+
+NEW_POINTS = [("mlp_ln", "hook_embed"), ("mlp_ln", "hook_pos_embed"),
+              ("mlp_ln", "blocks.0.ln1.hook_normalized"),
+              ("mlp_ln", "blocks.1.ln2.hook_normalized"), ("mlp_ln", "ln_final.hook_normalized"),
+              ("mlp_ln", "blocks.0.attn.hook_attn_scores"),
+              ("mlp_ln", "blocks.0.attn.hook_pattern"),
+              ("mlp_ln", "blocks.0.attn.hook_result"), ("mlp_ln", "blocks.1.hook_attn_out"),
+              ("smeared", "blocks.0.attn.hook_attn_scores")]
+
+
+@pytest.mark.parametrize("kind", ["const", "scale"])
+@pytest.mark.parametrize("model,point", NEW_POINTS)
+def test_gradients_through_writes_match_pytorch(model, point, kind):
+    """backward() with a writing hook on a fifth of a point's elements (constants, or a
+    scaling the library treats as constants) gives the gradients PyTorch autograd gives
+    with those elements detached."""
+    m, ref, toks = trained(model)
+    B, T = toks.shape
+    shape = m.hook_shape(point, B, T)
+    sel = _some(shape, causal=point.endswith(("hook_attn_scores", "hook_pattern")))
+    loss, grads, ref_loss, ref_grads = _hooked_grads(m, ref, toks, {point: (sel, kind)})
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for name, g in grads.items():
+        r = ref_grads[name]
+        assert np.abs(g - r).max() <= 1e-4 * np.abs(r).max() + 1e-7, name
+    plain = m.clone()
+    plain.backward(toks)
+    assert any(not np.array_equal(plain.get(n, grad=True), g) for n, g in grads.items())
+
+
+def test_train_step_with_writes_at_result_and_attn_out():
+    """One SGD step (lr 0.1, no momentum, decay or clipping) inside model.hooks() with
+    layer 1 head 0's hook_result scaled by 1.5 at some positions and constants written
+    into part of layer 0's hook_attn_out moves every weight by -lr times PyTorch's
+    float64 gradient of that loss; central finite differences of the library's own
+    hooked loss, the written values held fixed, agree on W_O and b_O entries."""
+    m, ref, toks = trained("mlp_ln")
+    B, T = toks.shape
+    res = np.zeros(m.hook_shape("blocks.1.attn.hook_result", B, T), dtype=bool)
+    res[:, 1::2, 0] = True                      # head 0 at odd positions, every feature
+    out = _some(m.hook_shape("blocks.0.hook_attn_out", B, T))
+    writes = {"blocks.1.attn.hook_result": (res, "scale"),
+              "blocks.0.hook_attn_out": (out, "const")}
+    before = m.weights()
+    probe = m.clone()
+    _, grads, ref_loss, ref_grads = _hooked_grads(probe, ref, toks, writes)
+    recorded = {}
+
+    def record(name, sel, kind):
+        def fn(x, _name):
+            x[sel] = 0.3 if kind == "const" else x[sel] * np.float32(1.5)
+            recorded[name] = x[sel].copy()
+        return fn
+    lr = 0.1
+    o = induct.Optimizer(m, "sgd", lr=lr, weight_decay=0.0, grad_clip=0.0, momentum=0.0)
+    with m.hooks([(n, record(n, *w)) for n, w in writes.items()]):
+        loss = o.train_step(toks)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    after = m.weights()
+    for name in before:
+        step = (before[name].astype(np.float64) - after[name]) / lr
+        r = ref_grads[name]
+        # as above, plus the update's rounding to float32 at the weights' magnitude
+        tol = (1e-4 * np.abs(r).max() + 1e-7
+               + 4 * np.finfo(np.float32).eps * np.abs(before[name]).max() / lr)
+        assert np.abs(step - r).max() <= tol, name
+    # the head's W_O rows trained only through the unscaled positions: not zero
+    assert np.abs(grads["blocks.1.attn.W_O"][0]).max() > 0
+
+    # finite differences of the library's loss with the written values replayed
+    def replay(name, sel):
+        def fn(x, _name):
+            x[sel] = recorded[name]
+        return fn
+    fd_model = probe.clone()
+    eps = 2e-3
+    for name, idx in [("blocks.1.attn.W_O", (0, 1, 2)), ("blocks.1.attn.W_O", (1, 3, 5)),
+                      ("blocks.0.attn.W_O", (1, 0, 4)), ("blocks.0.attn.b_O", (7,))]:
+        w = before[name].copy()
+        lp_lm = []
+        for sign in (1, -1):
+            v = w.copy()
+            v[idx] += sign * eps
+            fd_model.set(name, v)
+            with fd_model.hooks([(n, replay(n, sel)) for n, (sel, _) in writes.items()]):
+                lp_lm.append(fd_model.forward(toks, logits=False)[2])
+        fd_model.set(name, w)
+        h = float(np.float32(w[idx] + eps)) - float(w[idx])  # the step the weights took
+        fd = (lp_lm[0] - lp_lm[1]) / (2 * h)
+        # tolerance fixed as tu_gradcheck's (tests/testutil.c): float32 forward passes
+        assert abs(fd - grads[name][idx]) <= 2e-3 + 2e-2 * abs(fd), (name, idx)
