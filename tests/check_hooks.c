@@ -322,12 +322,13 @@ typedef struct hooked_input {
     const int32_t *tok;
     const induct_hook *hooks;
     size_t n;
+    uint32_t b, t; /* [b][t] tokens */
 } hooked_input;
 
 static double hooked_loss(void *user, induct_model *m) {
     const hooked_input *in = user;
     double l;
-    ck_ok(induct_model_run_with_hooks(m, in->tok, GB, GT, in->hooks, in->n, NULL, 0, NULL, 0,
+    ck_ok(induct_model_run_with_hooks(m, in->tok, in->b, in->t, in->hooks, in->n, NULL, 0, NULL, 0,
                                       &l));
     return l;
 }
@@ -344,7 +345,7 @@ START_TEST(test_gradcheck_through_writing_hooks) {
                             {"blocks.0.attn.hook_z", zero_head, &za},
                             {v->d_mlp ? "blocks.0.hook_resid_mid" : "blocks.0.hook_resid_post",
                              set_resid, NULL}};
-    hooked_input in = {tok, hooks, 3};
+    hooked_input in = {tok, hooks, 3, GB, GT};
     double l0;
     ck_ok(induct_model_backward_with_hooks(m, tok, GB, GT, hooks, 3, &l0));
     ck_assert(l0 == hooked_loss(&in, m));
@@ -447,6 +448,7 @@ static int write_some(void *user, const char *name, float *x, const uint32_t *sh
 typedef struct grad_case {
     size_t variant;        /* into VARIANTS */
     const char *points[2]; /* the written points (NULL: none) */
+    int folded;            /* batch B x T: an attention-only model folds layer 0 (else GB x GT) */
 } grad_case;
 
 static const grad_case GRAD_CASES[] = {
@@ -475,6 +477,9 @@ static const grad_case GRAD_CASES[] = {
     {0, {"blocks.0.attn.hook_result", NULL}},
     {0, {"blocks.1.hook_attn_out", NULL}},
     {0, {"blocks.1.attn.hook_attn_scores", NULL}},
+    /* layer 0 folded into the embedding tables: its q, k, v gradients through writes */
+    {0, {"blocks.0.attn.hook_attn_scores", NULL}, 1},
+    {0, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}, 1},
     /* smeared keys, shortformer positions */
     {2, {"blocks.0.attn.hook_attn_scores", NULL}},
     {2, {"blocks.1.attn.hook_attn_scores", NULL}},
@@ -492,10 +497,11 @@ START_TEST(test_gradcheck_writes_at_every_point) {
     const variant *v = &VARIANTS[gc->variant];
     float scale = _i % 2 ? 1.5f : 0.0f;
     induct_model *m = make(v);
-    int32_t tok[GB * GT];
-    tu_tokens(tok, GB * GT, 11, 5);
+    uint32_t b = gc->folded ? B : GB, t = gc->folded ? T : GT;
+    int32_t tok[B * T];
+    tu_tokens(tok, (size_t)b * t, 11, 5);
     double l_plain, l0;
-    ck_ok(induct_model_backward(m, tok, GB, GT, &l_plain));
+    ck_ok(induct_model_backward(m, tok, b, t, &l_plain));
     float *g_plain = tu_grads(m);
     write_arg wa[2] = {{scale, 0, 0, NULL, 0}, {scale, 0, 0, NULL, 0}};
     induct_hook hooks[2];
@@ -506,9 +512,10 @@ START_TEST(test_gradcheck_writes_at_every_point) {
             n++;
         }
     char what[160];
-    snprintf(what, sizeof what, "%s, %s%s%s (%s)", v->name, gc->points[0], n > 1 ? " + " : "",
-             n > 1 ? gc->points[1] : "", scale != 0.0f ? "scaled" : "constants");
-    ck_ok(induct_model_backward_with_hooks(m, tok, GB, GT, hooks, n, &l0));
+    snprintf(what, sizeof what, "%s%s, %s%s%s (%s)", v->name, gc->folded ? " folded" : "",
+             gc->points[0], n > 1 ? " + " : "", n > 1 ? gc->points[1] : "",
+             scale != 0.0f ? "scaled" : "constants");
+    ck_ok(induct_model_backward_with_hooks(m, tok, b, t, hooks, n, &l0));
     float *g = tu_grads(m);
     size_t np = induct_model_n_params(m);
     ck_assert_msg(l0 != l_plain, "%s: the write does not change the loss", what);
@@ -517,7 +524,7 @@ START_TEST(test_gradcheck_writes_at_every_point) {
         ck_assert_int_eq(wa[k].calls, 1);
         wa[k].replay = 1;
     }
-    hooked_input in = {tok, hooks, n};
+    hooked_input in = {tok, hooks, n, b, t};
     ck_assert_msg(l0 == hooked_loss(&in, m), "%s: the replayed pass has another loss", what);
     ck_assert_uint_eq(tu_gradcheck(m, hooked_loss, &in, what), np);
     for (size_t k = 0; k < n; k++) free(wa[k].rec);
@@ -555,9 +562,10 @@ static int write_above_diagonal(void *user, const char *name, float *s, const ui
 
 /* A hook that writes back what it read changes nothing: the loss and every gradient
  * are the unhooked pass's bits, at every point of the model; nor does writing scores
- * or a pattern above the diagonal (no query sees later keys). With B x T = 48 a model without LayerNorm folds layer 0 into the
- * embedding tables, which a writing hook on what layer 0 reads turns off (other
- * roundings): those points are left out at that shape. */
+ * or a pattern above the diagonal (no query sees later keys). With B x T = 48 a model
+ * without LayerNorm folds layer 0 into the embedding tables, which a writing hook on
+ * what layer 0 reads turns off (other roundings): those points are left out at that
+ * shape. */
 START_TEST(test_written_back_gradients_are_bit_identical) {
     const variant *v = &VARIANTS[_i];
     induct_model *m = make(v);

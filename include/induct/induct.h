@@ -2563,7 +2563,9 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * projection and, with smeared keys, `hook_k_smeared` the mixed key
  * `k'_p = σ(α_h) k_p + (1 − σ(α_h)) k_{p−1}` (`k'_0 = k_0`) that the scores use;
  * `hook_attn_scores` is `q·k / sqrt(d_head)` with −inf above the diagonal (key > query);
- * `hook_pattern` its causal softmax (exact zeros above the diagonal); `hook_z` the
+ * `hook_pattern` its causal softmax (exact zeros above the diagonal; writes above the
+ * diagonal of either are ignored: the softmax masks those scores and the pass sets
+ * those pattern entries back to 0, so no query sees a later key); `hook_z` the
  * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
  * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
  * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
@@ -2672,14 +2674,27 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  *
  * A writing hook is a constant overwrite for the backward pass: the entries it changed
  * (compared bit for bit with what the pass computed) pass no gradient to what they
- * replaced; entries it left unchanged keep their gradient. So a clamped `hook_pattern`
- * (Singh et al. 2024, "What needs to go right for an induction head?") trains the rest
- * of the model around the clamp, and a zeroed `hook_z` slice sends no gradient into its
- * head. A hook that computes its output from its input (a scaling, say) is treated the
- * same way: its function is not differentiated. Writing hooks are supported at the
- * residual stream (`hook_resid_pre`, `hook_resid_mid`, `hook_resid_post`), `attn.hook_q`,
- * `hook_k`, `hook_v`, `hook_k_smeared`, `hook_pattern`, `hook_z` and `mlp.hook_pre`,
- * `hook_post`; others are refused with ::INDUCT_ENOTSUP.
+ * replaced; entries it left unchanged keep their gradient, and everything downstream
+ * trains on the values the hook left. So a clamped `hook_pattern` (Singh et al. 2024,
+ * "What needs to go right for an induction head?") trains the rest of the model around
+ * the clamp, and a zeroed `hook_z` slice sends no gradient into its head. A hook that
+ * computes its output from its input (a scaling, say) is treated the same way: its
+ * function is not differentiated, each element it changed is a constant. Every hook
+ * point may be written. In particular: at a LayerNorm's `hook_normalized` the gain and
+ * bias train on the values left, and the input's gradient is the unhooked LayerNorm's
+ * backward of the gradient at the entries left unchanged (0 at the changed ones); at
+ * `hook_attn_scores` the pattern is the softmax of the scores left, and q and k (and
+ * b_K, which then has a gradient) get theirs through the unchanged scores only; at
+ * `hook_pattern` the softmax's Jacobian is taken at the pattern the scores gave;
+ * `hook_attn_out` passes its gradient on to `b_O`, `W_O` and z, and `hook_result` (per
+ * head and element) to `W_O[h]` and z_h, only where unchanged (the residual stream
+ * around them passes its gradient on as it is); `hook_embed` and
+ * `hook_pos_embed` pass d resid to `W_E` and `W_pos` only where unchanged. Writes above
+ * the diagonal of the scores or pattern change nothing. A hook that writes back what
+ * it read leaves the loss and every gradient bit-identical to induct_model_backward(),
+ * except that a write on `hook_embed`, `hook_pos_embed` or `blocks.0.hook_resid_pre` of
+ * a model without LayerNorm turns off the folding of layer 0 into the embeddings
+ * (other roundings, see docs/hooks.md).
  * @param model The model.
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
  * @param batch Number of sequences, ≥ 1.
@@ -2687,10 +2702,13 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
  * @param n_hooks At most 4096.
  * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
- * @return as induct_model_run_with_hooks() and induct_model_backward(); ::INDUCT_ENOTSUP
- *         (a writing hook at a point without gradient support); ::INDUCT_ESTATE (heads
- *         ablated); ::INDUCT_ENOMEM (the record of what the hooks changed: one byte per
- *         hooked element).
+ * @return as induct_model_run_with_hooks() and induct_model_backward(); ::INDUCT_ESTATE
+ *         (heads ablated); ::INDUCT_ENOMEM or ::INDUCT_ELIMIT (the record of what the
+ *         hooks changed: one byte per hooked element, and a copy of the values at a
+ *         LayerNorm's `hook_normalized` or `hook_pattern` where a hook changed some;
+ *         after writes at `hook_embed`, `hook_pos_embed`, `hook_result` or
+ *         `hook_attn_out`, two [batch, seq_len, d_model] buffers of backward scratch,
+ *         which count against the model's memory limit: ::INDUCT_ELIMIT).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
 INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32_t *tokens,
