@@ -453,38 +453,38 @@ typedef struct grad_case {
 
 static const grad_case GRAD_CASES[] = {
     /* MLP + LayerNorm, standard positions */
-    {1, {"hook_embed", NULL}},
-    {1, {"hook_pos_embed", NULL}},
-    {1, {"blocks.0.ln1.hook_normalized", NULL}},
-    {1, {"blocks.1.ln1.hook_normalized", NULL}},
-    {1, {"blocks.0.ln2.hook_normalized", NULL}},
-    {1, {"blocks.1.ln2.hook_normalized", NULL}},
-    {1, {"ln_final.hook_normalized", NULL}},
-    {1, {"blocks.0.attn.hook_attn_scores", NULL}},
-    {1, {"blocks.1.attn.hook_attn_scores", NULL}},
-    {1, {"blocks.0.attn.hook_result", NULL}},
-    {1, {"blocks.1.attn.hook_result", NULL}},
-    {1, {"blocks.0.hook_attn_out", NULL}},
-    {1, {"blocks.1.hook_attn_out", NULL}},
-    {1, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}},
-    {1, {"hook_embed", "blocks.0.ln1.hook_normalized"}},
+    {1, {"hook_embed", NULL}, 0},
+    {1, {"hook_pos_embed", NULL}, 0},
+    {1, {"blocks.0.ln1.hook_normalized", NULL}, 0},
+    {1, {"blocks.1.ln1.hook_normalized", NULL}, 0},
+    {1, {"blocks.0.ln2.hook_normalized", NULL}, 0},
+    {1, {"blocks.1.ln2.hook_normalized", NULL}, 0},
+    {1, {"ln_final.hook_normalized", NULL}, 0},
+    {1, {"blocks.0.attn.hook_attn_scores", NULL}, 0},
+    {1, {"blocks.1.attn.hook_attn_scores", NULL}, 0},
+    {1, {"blocks.0.attn.hook_result", NULL}, 0},
+    {1, {"blocks.1.attn.hook_result", NULL}, 0},
+    {1, {"blocks.0.hook_attn_out", NULL}, 0},
+    {1, {"blocks.1.hook_attn_out", NULL}, 0},
+    {1, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}, 0},
+    {1, {"hook_embed", "blocks.0.ln1.hook_normalized"}, 0},
     /* some entries of each pattern row: the softmax's Jacobian is that of the scores'
      * pattern, not of the one the hook left */
-    {1, {"blocks.0.attn.hook_pattern", NULL}},
-    {1, {"blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"}},
+    {1, {"blocks.0.attn.hook_pattern", NULL}, 0},
+    {1, {"blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"}, 0},
     /* attention-only, standard positions (no LayerNorm: layer 0 unfolded by the writes) */
-    {0, {"hook_embed", "hook_pos_embed"}},
-    {0, {"blocks.0.attn.hook_result", NULL}},
-    {0, {"blocks.1.hook_attn_out", NULL}},
-    {0, {"blocks.1.attn.hook_attn_scores", NULL}},
+    {0, {"hook_embed", "hook_pos_embed"}, 0},
+    {0, {"blocks.0.attn.hook_result", NULL}, 0},
+    {0, {"blocks.1.hook_attn_out", NULL}, 0},
+    {0, {"blocks.1.attn.hook_attn_scores", NULL}, 0},
     /* layer 0 folded into the embedding tables: its q, k, v gradients through writes */
     {0, {"blocks.0.attn.hook_attn_scores", NULL}, 1},
     {0, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}, 1},
     /* smeared keys, shortformer positions */
-    {2, {"blocks.0.attn.hook_attn_scores", NULL}},
-    {2, {"blocks.1.attn.hook_attn_scores", NULL}},
-    {2, {"hook_embed", NULL}},
-    {2, {"blocks.0.hook_attn_out", "blocks.1.attn.hook_result"}},
+    {2, {"blocks.0.attn.hook_attn_scores", NULL}, 0},
+    {2, {"blocks.1.attn.hook_attn_scores", NULL}, 0},
+    {2, {"hook_embed", NULL}, 0},
+    {2, {"blocks.0.hook_attn_out", "blocks.1.attn.hook_result"}, 0},
 };
 #define N_GRAD_CASES (sizeof GRAD_CASES / sizeof *GRAD_CASES)
 
