@@ -67,6 +67,8 @@ typedef struct options {
     int allow_short;         /* --allow-short: permit seq_len < 512 (quick tests) */
     uint32_t ln;             /* --ln 0|1 */
     uint32_t positional;     /* --positional shortformer|standard|none */
+    uint32_t shortformer_layers; /* --shortformer-layers: W_pos in the first N layers' Q/K */
+    int shortformer_layers_set;
     uint32_t init;           /* --init gpt2|torch */
     double init_std;         /* --init-std (gpt2 init); NAN = library default */
     uint32_t pos_init;       /* --pos-init random|sinusoidal */
@@ -109,7 +111,7 @@ static const options DEFAULTS = {
     .eval_windows = 1024, .data_seed = 0, .val_fraction = 0.1, .block_tokens = 65536, .bos = 0,
     .repeat_fraction = 0.0, .repeat_min = 8, .repeat_max = 64,
     .models = "2L,1L,1L-smeared", .d_model = 64, .heads = 2, .d_head = 0, .seq_len = 512, .allow_short = 0,
-    .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .init = INDUCT_INIT_GPT2, .init_std = NAN,
+    .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .shortformer_layers = 1, .init = INDUCT_INIT_GPT2, .init_std = NAN,
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
     .cosine = 0, .min_lr_ratio = 0.0, .steps = 5000, .steps_1l = 2000,
@@ -260,6 +262,8 @@ static void usage(FILE *f) {
         "          --d-head N (0: d-model / heads; heads x d-head need not equal d-model)\n"
         "          --seq-len N (%u; >= 512 unless --allow-short)  --ln 0|1 (%u)\n"
         "          --positional shortformer|standard|none (shortformer)  --init gpt2|torch (gpt2)\n"
+        "          --shortformer-layers N (%u; W_pos enters the query/key input of the first N\n"
+        "          layers only, 0 = every layer; so the previous-token head forms in layer 0)\n"
         "          --init-std X (library default)  --pos-init random|sinusoidal (%s)\n"
         "          --pos-amp X (%g)  --smear-alpha-init X (library default)  --seed N (%llu)\n"
         "training: --batch N (%u)  --lr X (%g)  --warmup N (%llu)  --weight-decay X (library default)\n"
@@ -281,7 +285,7 @@ static void usage(FILE *f) {
         (unsigned long long)DEFAULTS.block_tokens, DEFAULTS.bos, DEFAULTS.repeat_fraction,
         DEFAULTS.repeat_min, DEFAULTS.repeat_max, DEFAULTS.repeat_min, DEFAULTS.repeat_max,
         DEFAULTS.models, DEFAULTS.d_model,
-        DEFAULTS.heads, DEFAULTS.seq_len, DEFAULTS.ln,
+        DEFAULTS.heads, DEFAULTS.seq_len, DEFAULTS.ln, DEFAULTS.shortformer_layers,
         DEFAULTS.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random", DEFAULTS.pos_amp,
         (unsigned long long)DEFAULTS.seed, DEFAULTS.batch, DEFAULTS.lr,
         (unsigned long long)DEFAULTS.warmup, DEFAULTS.min_lr_ratio,
@@ -363,6 +367,7 @@ static const struct option LONGOPTS[] = {
     {"d-head", required_argument, 0, 0},
     {"heads", required_argument, 0, 0}, {"seq-len", required_argument, 0, 0},
     {"ln", required_argument, 0, 0}, {"positional", required_argument, 0, 0},
+    {"shortformer-layers", required_argument, 0, 0},
     {"init", required_argument, 0, 0}, {"init-std", required_argument, 0, 0},
     {"pos-init", required_argument, 0, 0}, {"pos-amp", required_argument, 0, 0},
     {"smear-alpha-init", required_argument, 0, 0}, {"seed", required_argument, 0, 0},
@@ -427,6 +432,9 @@ static void on_option(const char *name, const char *v, void *ud) {
             else if (!strcmp(v, "standard")) o->positional = INDUCT_POS_STANDARD;
             else if (!strcmp(v, "none")) o->positional = INDUCT_POS_NONE;
             else bad_input("--positional must be shortformer, standard or none, got '%s'", v);
+        } else if (!strcmp(a, "--shortformer-layers")) {
+            o->shortformer_layers = (uint32_t)parse_u64(a, v, 0, 1024);
+            o->shortformer_layers_set = 1;
         } else if (!strcmp(a, "--init")) {
             if (!strcmp(v, "gpt2")) o->init = INDUCT_INIT_GPT2;
             else if (!strcmp(v, "torch")) o->init = INDUCT_INIT_TORCH;
@@ -507,6 +515,8 @@ static void parse_args(int argc, char **argv, options *o) {
     if (!o->d_head && o->d_model % o->heads)
         bad_input("--heads %u does not divide --d-model %u (or give --d-head)", o->heads,
                   o->d_model);
+    if (o->shortformer_layers_set && o->positional != INDUCT_POS_SHORTFORMER)
+        bad_input("--shortformer-layers needs --positional shortformer");
     if (o->pos_init == POS_INIT_SINUSOIDAL && o->positional == INDUCT_POS_NONE)
         bad_input("--pos-init sinusoidal needs positions (--positional shortformer|standard)");
     if (o->pos_init == POS_INIT_SINUSOIDAL && o->d_model % 2)
@@ -870,6 +880,9 @@ static int make_model(const options *o, const model_spec *sp, uint32_t d_vocab, 
     mc.n_ctx = o->seq_len;
     mc.d_vocab = d_vocab;
     mc.positional = o->positional;
+    /* N >= the model's layers means every layer, as 0 does */
+    if (o->positional == INDUCT_POS_SHORTFORMER && o->shortformer_layers < sp->n_layers)
+        mc.shortformer_layers = o->shortformer_layers;
     mc.layer_norm = o->ln;
     mc.smeared_keys = sp->smeared;
     mc.n_threads = o->threads;
@@ -2258,11 +2271,14 @@ int main(int argc, char **argv) {
            (unsigned long long)n_val, induct_dataset_d_vocab(d), sh.E,
            (unsigned long long)n_windows, sh.T);
     printf("models: %s — attention-only, d_model %u, %u heads of d_head %u, n_ctx %u, LN %s, "
-           "positions %s (%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads,
+           "positions %s%s (%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads,
            o.d_head ? o.d_head : o.d_model / o.heads, sh.T,
            o.ln ? "on" : "off",
            o.positional == INDUCT_POS_SHORTFORMER ? "shortformer"
            : o.positional == INDUCT_POS_STANDARD  ? "standard" : "none",
+           o.positional != INDUCT_POS_SHORTFORMER || !o.shortformer_layers ? ""
+           : o.shortformer_layers == 1 ? " in layer 0's queries and keys only"
+                                       : " in the first layers' queries and keys only",
            o.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random",
            o.init == INDUCT_INIT_TORCH ? "torch" : "gpt2", (unsigned long long)o.seed);
     printf("training: AdamW lr %g, warm-up %llu, %s schedule, batch %u, %llu steps = %.3g M "
@@ -2431,6 +2447,8 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(mcfg, "positional",
                             o.positional == INDUCT_POS_SHORTFORMER ? "shortformer"
                             : o.positional == INDUCT_POS_STANDARD  ? "standard" : "none");
+    if (o.positional == INDUCT_POS_SHORTFORMER)
+        cJSON_AddNumberToObject(mcfg, "shortformer_layers", o.shortformer_layers);
     cJSON_AddStringToObject(mcfg, "init", o.init == INDUCT_INIT_TORCH ? "torch" : "gpt2");
     add_num(mcfg, "init_std", o.init_std);
     cJSON_AddStringToObject(mcfg, "pos_init",

@@ -80,7 +80,9 @@ static const char *INIT_NAMES[] = {"gpt2", "torch"};
 
 static int model_meta(cJSON *meta, const induct_model_config *c) {
     INDUCT_TRY(meta_str(meta, "format", "libinduct"));
-    INDUCT_TRY(meta_u64(meta, "format_version", INDUCT_CHECKPOINT_FORMAT_VERSION));
+    /* version 1 unless the model needs what only version 2 states, so that older
+     * libraries keep reading every file they can honour and refuse the others */
+    INDUCT_TRY(meta_u64(meta, "format_version", c->shortformer_layers ? 2 : 1));
     INDUCT_TRY(meta_str(meta, "library_version", INDUCT_VERSION_STRING));
     INDUCT_TRY(meta_u64(meta, "n_layers", c->n_layers));
     INDUCT_TRY(meta_u64(meta, "d_model", c->d_model));
@@ -94,6 +96,8 @@ static int model_meta(cJSON *meta, const induct_model_config *c) {
     INDUCT_TRY(meta_str(meta, "attn_only", c->d_mlp ? "false" : "true"));
     INDUCT_TRY(meta_str(meta, "act_fn", "gelu_new"));
     INDUCT_TRY(meta_u64(meta, "smeared_keys", c->smeared_keys));
+    if (c->shortformer_layers)
+        INDUCT_TRY(meta_u64(meta, "shortformer_layers", c->shortformer_layers));
     INDUCT_TRY(meta_f64(meta, "smear_alpha_init", c->smear_alpha_init));
     INDUCT_TRY(meta_str(meta, "init", INIT_NAMES[c->init]));
     INDUCT_TRY(meta_f64(meta, "init_std", c->init_std));
@@ -762,6 +766,9 @@ static int config_from_file(const st_file *sf, induct_model_config *c,
     uint64_t u;
     INDUCT_TRY(parse_meta_u64(sf, "smeared_keys", 1, &u, &has_smear));
     if (has_smear) c->smeared_keys = (uint32_t)u;
+    int has_sfl;
+    INDUCT_TRY(parse_meta_u64(sf, "shortformer_layers", UINT32_MAX, &u, &has_sfl));
+    if (has_sfl) c->shortformer_layers = (uint32_t)u;
     INDUCT_TRY(parse_meta_u64(sf, "n_threads", 1024, &u, &present));
     if (present) c->n_threads = (uint32_t)u;
     INDUCT_TRY(parse_meta_u64(sf, "seed", UINT64_MAX, &u, &present));
@@ -787,7 +794,9 @@ static int config_from_file(const st_file *sf, induct_model_config *c,
                      {has_vocab, c->d_vocab, given->d_vocab, "d_vocab"},
                      {has_pos, c->positional, given->positional, "positional_embedding_type"},
                      {has_ln, c->layer_norm, given->layer_norm, "normalization_type"},
-                     {has_smear, c->smeared_keys, given->smeared_keys, "smeared_keys"}};
+                     {has_smear, c->smeared_keys, given->smeared_keys, "smeared_keys"},
+                     {has_sfl, c->shortformer_layers, given->shortformer_layers,
+                      "shortformer_layers"}};
         for (size_t i = 0; i < sizeof agree / sizeof *agree; i++)
             INDUCT_FAIL_IF(agree[i].has && agree[i].file != agree[i].want, INDUCT_EFORMAT,
                            "checkpoint '%s': __metadata__ %s (%u) contradicts the given "
@@ -949,7 +958,7 @@ INDUCT_API int induct_model_load_config(induct_model **out, const char *path,
     INDUCT_FAIL_IF(!path, INDUCT_EINVAL, "induct_model_load_config: path is NULL");
     induct_model_config c;
     induct_model_config_init(&c, sizeof c);
-    INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_model_config"));
+    INDUCT_TRY(induct__struct_in(&c, sizeof c, INDUCT__MODEL_CONFIG_MIN, cfg, "induct_model_config"));
     st_file sf;
     INDUCT_TRY(st_open(&sf, path));
     return model_load(out, &sf, &c);

@@ -54,26 +54,31 @@ int induct__struct_out(void *dst, const void *src, size_t known, size_t min_size
 
 INDUCT_API int induct_model_config_init(induct_model_config *cfg, size_t size) {
     INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_model_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_model_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
+    INDUCT_FAIL_IF(size < INDUCT__MODEL_CONFIG_MIN || size > STRUCT_SIZE_CAP, INDUCT_EABI,
                    "induct_model_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_model_config), STRUCT_SIZE_CAP);
+                   (size_t)INDUCT__MODEL_CONFIG_MIN, STRUCT_SIZE_CAP);
+    /* the defaults in a whole struct, then as much of it as the caller's size holds
+     * (a caller compiled before a field was appended does not have it) */
+    induct_model_config d;
+    memset(&d, 0, sizeof d);
+    d.n_layers = 2;
+    d.d_model = 64;
+    d.n_heads = 4;
+    d.d_head = 0;
+    d.d_mlp = 0;
+    d.n_ctx = 64;
+    d.d_vocab = 64;
+    d.positional = INDUCT_POS_STANDARD;
+    d.layer_norm = 0;
+    d.smeared_keys = 0;
+    d.n_threads = 1;
+    d.init = INDUCT_INIT_GPT2;
+    d.smear_alpha_init = 0.0;
+    d.init_std = 0.02;
+    d.seed = 0;
+    d.shortformer_layers = 0;
     memset(cfg, 0, size);
-    cfg->size = sizeof(induct_model_config);
-    cfg->n_layers = 2;
-    cfg->d_model = 64;
-    cfg->n_heads = 4;
-    cfg->d_head = 0;
-    cfg->d_mlp = 0;
-    cfg->n_ctx = 64;
-    cfg->d_vocab = 64;
-    cfg->positional = INDUCT_POS_STANDARD;
-    cfg->layer_norm = 0;
-    cfg->smeared_keys = 0;
-    cfg->n_threads = 1;
-    cfg->init = INDUCT_INIT_GPT2;
-    cfg->smear_alpha_init = 0.0;
-    cfg->init_std = 0.02;
-    cfg->seed = 0;
+    memcpy(cfg, &d, size < sizeof d ? size : sizeof d);
     cfg->size = size;
     return INDUCT_OK;
 }

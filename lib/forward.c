@@ -2,7 +2,8 @@
  *
  * Per layer l (TransformerLens order, row vectors):
  *   h      = LN1(resid_pre)            (or resid_pre without LayerNorm)
- *   qk_in  = h + W_pos[t]              (shortformer; else qk_in = h)
+ *   qk_in  = h + W_pos[t]              (shortformer, in the first shortformer_layers
+ *                                       layers or all; else qk_in = h)
  *   q = qk_in W_Q + b_Q ; k_raw = qk_in W_K + b_K ; v = h W_V + b_V
  *   k = smear(k_raw)                   (smeared keys; else k = k_raw)
  *   z = softmax(mask(q k^T / sqrt(d_head))) v
@@ -68,7 +69,7 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
             NONE_(a->ln1_mean);
             NONE_(a->ln1_rstd);
         }
-        if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(a->qk_in, N, D);
+        if (induct__qk_reads_pos(c, l)) ALLOC(a->qk_in, N, D);
         else a->qk_in = a->ln1;
         ALLOC(a->wq, D, HD);
         ALLOC(a->wk, D, HD);
@@ -641,7 +642,7 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
             induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd),
                                       W(a->resid_pre), P(o->ln1_w), P(o->ln1_b), N, D, nt);
     }
-    if (c->positional == INDUCT_POS_SHORTFORMER)
+    if (induct__qk_reads_pos(c, l))
         induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
     /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
     pack_heads(W(a->wq), P(o->W_Q), D, H, dh);

@@ -119,6 +119,15 @@ static int validate_config(induct_model_config *c) {
     INDUCT_FAIL_IF(c->layer_norm > 1, INDUCT_EINVAL, "model config: layer_norm must be 0 or 1");
     INDUCT_FAIL_IF(c->smeared_keys > 1, INDUCT_EINVAL,
                    "model config: smeared_keys must be 0 or 1");
+    INDUCT_FAIL_IF(c->shortformer_layers && c->positional != INDUCT_POS_SHORTFORMER,
+                   INDUCT_EINVAL,
+                   "model config: shortformer_layers = %u needs positional = "
+                   "INDUCT_POS_SHORTFORMER (0 with the other variants)",
+                   c->shortformer_layers);
+    INDUCT_FAIL_IF(c->shortformer_layers > c->n_layers, INDUCT_EINVAL,
+                   "model config: shortformer_layers = %u exceeds n_layers = %u",
+                   c->shortformer_layers, c->n_layers);
+    INDUCT_FAIL_IF(c->reserved0 != 0, INDUCT_EINVAL, "model config: reserved0 must be 0");
     INDUCT_FAIL_IF(c->init > INDUCT_INIT_TORCH, INDUCT_EINVAL,
                    "model config: init %u is not an INDUCT_INIT_* value", c->init);
     INDUCT_FAIL_IF(!isfinite(c->init_std) || c->init_std < 0, INDUCT_EINVAL,
@@ -303,7 +312,7 @@ INDUCT_API int induct_model_new(induct_model **out, const induct_model_config *c
     *out = NULL;
     induct_model_config c;
     induct_model_config_init(&c, sizeof c);
-    INDUCT_TRY(induct__struct_in(&c, sizeof c, sizeof c, cfg, "induct_model_config"));
+    INDUCT_TRY(induct__struct_in(&c, sizeof c, INDUCT__MODEL_CONFIG_MIN, cfg, "induct_model_config"));
     INDUCT_TRY(validate_config(&c));
     induct_model *m;
     INDUCT_TRY(model_alloc(&m, &c));
@@ -325,7 +334,7 @@ INDUCT_API int induct_model_clone(induct_model **out, const induct_model *src) {
 
 INDUCT_API int induct_model_get_config(const induct_model *m, induct_model_config *cfg_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_get_config: model is NULL");
-    return induct__struct_out(cfg_out, &m->cfg, sizeof m->cfg, sizeof m->cfg,
+    return induct__struct_out(cfg_out, &m->cfg, sizeof m->cfg, INDUCT__MODEL_CONFIG_MIN,
                               "induct_model_config");
 }
 

@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 #if defined(__LP64__)
-_Static_assert(sizeof(induct_model_config) == 88, "induct_model_config size");
+_Static_assert(sizeof(induct_model_config) == 96, "induct_model_config size");
 _Static_assert(offsetof(induct_model_config, size) == 0, "induct_model_config.size");
 _Static_assert(offsetof(induct_model_config, n_layers) == 8, "induct_model_config.n_layers");
 _Static_assert(offsetof(induct_model_config, d_model) == 12, "induct_model_config.d_model");
@@ -30,6 +30,9 @@ _Static_assert(offsetof(induct_model_config, smear_alpha_init) == 56, "induct_mo
 _Static_assert(offsetof(induct_model_config, init_std) == 64, "induct_model_config.init_std");
 _Static_assert(offsetof(induct_model_config, seed) == 72, "induct_model_config.seed");
 _Static_assert(offsetof(induct_model_config, max_bytes) == 80, "induct_model_config.max_bytes");
+/* appended after 0.1.0 (a 0.1.0 caller passes size 88) */
+_Static_assert(offsetof(induct_model_config, shortformer_layers) == 88, "induct_model_config.shortformer_layers");
+_Static_assert(offsetof(induct_model_config, reserved0) == 92, "induct_model_config.reserved0");
 _Static_assert(sizeof(induct_rrt_config) == 48, "induct_rrt_config size");
 _Static_assert(offsetof(induct_rrt_config, size) == 0, "induct_rrt_config.size");
 _Static_assert(offsetof(induct_rrt_config, d_vocab) == 8, "induct_rrt_config.d_vocab");

@@ -222,14 +222,16 @@ END_TEST
 
 /* ---- size-prefixed configs ------------------------------------------------------- */
 
+/* sizeof(induct_model_config) in 0.1.0, before shortformer_layers was appended */
+#define MODEL_CONFIG_0_1 88
+
 START_TEST(test_config_init_sizes) {
     static union {
         induct_model_config mc;
         induct_rrt_config rc;
         unsigned char b[8192];
     } u;
-    const size_t bad_m[] = {0, 1, sizeof(size_t), sizeof(induct_model_config) - 1, 4097, 8192,
-                            SIZE_MAX};
+    const size_t bad_m[] = {0, 1, sizeof(size_t), MODEL_CONFIG_0_1 - 1, 4097, 8192, SIZE_MAX};
     for (size_t i = 0; i < sizeof bad_m / sizeof bad_m[0]; i++) {
         memset(u.b, 0xab, sizeof u.b);
         ck_fails(induct_model_config_init(&u.mc, bad_m[i]), INDUCT_EABI);
@@ -261,7 +263,14 @@ START_TEST(test_config_init_sizes) {
     ck_assert(c->smear_alpha_init == 0.0);
     ck_assert(c->init_std == 0.02);
     ck_assert(c->seed == 0);
+    ck_assert_uint_eq(c->shortformer_layers, 0);
     ck_assert_uint_eq(u.b[sizeof *c], 0xab); /* nothing written past `size` */
+    /* the 0.1.0 struct (before shortformer_layers): filled up to its size only */
+    memset(u.b, 0xab, sizeof u.b);
+    ck_ok(induct_model_config_init(&u.mc, MODEL_CONFIG_0_1));
+    ck_assert_uint_eq(u.mc.size, MODEL_CONFIG_0_1);
+    ck_assert_uint_eq(u.mc.d_model, 64);
+    ck_assert_uint_eq(u.b[MODEL_CONFIG_0_1], 0xab);
     ck_ok(induct_rrt_config_init(&u.rc, sizeof u.rc));
     const induct_rrt_config *r = &u.rc;
     ck_assert_uint_eq(r->size, sizeof *r);
@@ -313,9 +322,9 @@ START_TEST(test_config_tail) {
     ck_assert_uint_eq(out.c.d_head, 4); /* resolved from d_head = 0 */
     for (size_t k = sizeof(induct_model_config); k < sizeof out; k++)
         ck_assert_uint_eq(out.b[k], 0);
-    /* a smaller one is refused and untouched */
+    /* one smaller than the 0.1.0 struct is refused and untouched */
     memset(out.b, 0xcd, sizeof out.b);
-    out.c.size = sizeof(induct_model_config) - 8;
+    out.c.size = MODEL_CONFIG_0_1 - 8;
     ck_fails(induct_model_get_config(m, &out.c), INDUCT_EABI);
     for (size_t k = sizeof(size_t); k < sizeof out; k++) ck_assert_uint_eq(out.b[k], 0xcd);
     induct_model_free(m);
@@ -328,7 +337,7 @@ START_TEST(test_config_tail) {
         u.b[k] = 0;
     }
     /* sizes out of range */
-    const size_t bad[] = {0, sizeof(size_t), sizeof(induct_model_config) - 1, 4097};
+    const size_t bad[] = {0, sizeof(size_t), MODEL_CONFIG_0_1 - 1, 4097};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         u.c.size = bad[i];
         ck_fails(induct_model_new(&m, &u.c), INDUCT_EABI);
@@ -417,14 +426,23 @@ static int mutate(int i, induct_model_config *c, const char **what) {
              INDUCT_ELIMIT)
         CASE(29, "size 0", c->size = 0, INDUCT_EABI)
         CASE(30, "size 4097", c->size = 4097, INDUCT_EABI)
+        CASE(31, "shortformer_layers 1 with standard positions", c->shortformer_layers = 1,
+             INDUCT_EINVAL)
+        CASE(32, "shortformer_layers 3 > n_layers 2",
+             (c->positional = INDUCT_POS_SHORTFORMER, c->shortformer_layers = 3), INDUCT_EINVAL)
+        CASE(33, "reserved0 1", c->reserved0 = 1, INDUCT_EINVAL)
         /* positive controls: edges that are valid */
-        CASE(31, "d_head 4 with n_heads 3 not dividing d_model 8",
+        CASE(34, "d_head 4 with n_heads 3 not dividing d_model 8",
              (c->n_heads = 3, c->d_head = 4), INDUCT_OK)
-        CASE(32, "n_ctx UINT32_MAX without positions",
+        CASE(35, "n_ctx UINT32_MAX without positions",
              (c->n_ctx = UINT32_MAX, c->positional = INDUCT_POS_NONE), INDUCT_OK)
-        CASE(33, "init_std 0", c->init_std = 0.0, INDUCT_OK)
-        CASE(34, "n_threads 1024", c->n_threads = 1024, INDUCT_OK)
-        CASE(35, "n_threads 0 means 1", c->n_threads = 0, INDUCT_OK)
+        CASE(36, "init_std 0", c->init_std = 0.0, INDUCT_OK)
+        CASE(37, "n_threads 1024", c->n_threads = 1024, INDUCT_OK)
+        CASE(38, "n_threads 0 means 1", c->n_threads = 0, INDUCT_OK)
+        CASE(39, "shortformer_layers 1 of 2 with shortformer positions",
+             (c->positional = INDUCT_POS_SHORTFORMER, c->shortformer_layers = 1), INDUCT_OK)
+        CASE(40, "shortformer_layers = n_layers",
+             (c->positional = INDUCT_POS_SHORTFORMER, c->shortformer_layers = 2), INDUCT_OK)
     default:
         return 1;
     }
@@ -449,7 +467,7 @@ START_TEST(test_invalid_model_configs) {
             got.size = sizeof got;
             ck_ok(induct_model_get_config(m, &got));
             ck_assert_uint_ge(got.n_threads, 1);
-            if (i == 32) { /* a tiny forward works: n_ctx only bounds seq_len */
+            if (i == 35) { /* a tiny forward works: n_ctx only bounds seq_len */
                 int32_t tok[6] = {1, 2, 3, 4, 5, 6};
                 double l;
                 ck_ok(induct_model_forward(m, tok, 1, 6, NULL, 0, NULL, 0, &l));

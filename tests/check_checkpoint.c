@@ -16,21 +16,9 @@
 
 enum { B = 2, T = 7 };
 
-typedef struct variant {
-    const char *name;
-    uint32_t d_mlp, layer_norm, positional, smeared;
-} variant;
-
-static const variant VARIANTS[] = {
-    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0},
-    {"mlp", 12, 0, INDUCT_POS_STANDARD, 0},
-    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0},
-    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0},
-    {"none", 0, 0, INDUCT_POS_NONE, 0},
-    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1},
-    {"everything", 12, 1, INDUCT_POS_SHORTFORMER, 1},
-};
-#define N_VARIANTS (int)(sizeof VARIANTS / sizeof VARIANTS[0])
+typedef tu_variant variant;
+#define VARIANTS TU_VARIANTS
+#define N_VARIANTS TU_N_VARIANTS
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -61,10 +49,7 @@ static void teardown_dir(void) {
 static induct_model *make(const variant *v, uint64_t seed) {
     induct_model_config c;
     tu_tiny_config(&c);
-    c.d_mlp = v->d_mlp;
-    c.layer_norm = v->layer_norm;
-    c.positional = v->positional;
-    c.smeared_keys = v->smeared;
+    tu_variant_apply(&c, v);
     c.smear_alpha_init = 0.3;
     c.init = INDUCT_INIT_TORCH;
     c.seed = seed;
@@ -74,7 +59,7 @@ static induct_model *make(const variant *v, uint64_t seed) {
     return m;
 }
 
-static induct_model *make_default(void) { return make(&VARIANTS[6], 3); }
+static induct_model *make_default(void) { return make(&VARIANTS[TU_EVERYTHING], 3); }
 
 /* Every parameter tensor of a and b is bitwise equal. */
 static void assert_same_weights(induct_model *a, induct_model *b) {
@@ -580,9 +565,9 @@ START_TEST(test_bad_json) {
 }
 END_TEST
 
-static void mut_version2(cJSON *root) {
+static void mut_version3(cJSON *root) {
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "__metadata__"), "format_version",
-                              cJSON_CreateString("2"));
+                              cJSON_CreateString("3"));
 }
 static void mut_version_bad(cJSON *root) {
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "__metadata__"), "format_version",
@@ -617,8 +602,8 @@ static void mut_duplicate(cJSON *root) {
 
 START_TEST(test_metadata) {
     induct_model *m = saved_default();
-    mutate(path_a, path_b, mut_version2, 0);
-    expect_load_fails(path_b, INDUCT_EFORMAT, "format version 2 is newer");
+    mutate(path_a, path_b, mut_version3, 0);
+    expect_load_fails(path_b, INDUCT_EFORMAT, "format version 3 is newer");
     mutate(path_a, path_b, mut_version_bad, 0);
     expect_load_fails(path_b, INDUCT_EFORMAT, "format_version");
     mutate(path_a, path_b, mut_meta_bad_number, 0);
@@ -633,6 +618,55 @@ START_TEST(test_metadata) {
     expect_load_fails(path_b, INDUCT_EFORMAT, "tensor 'blocks.2.attn.W_Q' is missing");
     mutate(path_a, path_b, mut_duplicate, 0);
     expect_load_fails(path_b, INDUCT_EFORMAT, "appears twice");
+    induct_model_free(m);
+    teardown_dir();
+}
+END_TEST
+
+static void mut_shortformer_layers_3(cJSON *root) {
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(root, "__metadata__"), "shortformer_layers",
+                              cJSON_CreateString("3"));
+}
+
+/* shortformer_layers: stated (and format version 2) only when set, checked on load */
+START_TEST(test_shortformer_layers_meta) {
+    setup_dir();
+    induct_model *m = make(&VARIANTS[TU_N_VARIANTS - 1], 5);
+    ck_assert_str_eq(VARIANTS[TU_N_VARIANTS - 1].name, "shortformer-layer0");
+    ck_ok(induct_model_save(m, path_a));
+    blob b = slurp(path_a);
+    cJSON *root = header_of(&b), *meta = cJSON_GetObjectItem(root, "__metadata__");
+    ck_assert_str_eq(cJSON_GetObjectItem(meta, "format_version")->valuestring, "2");
+    ck_assert_str_eq(cJSON_GetObjectItem(meta, "shortformer_layers")->valuestring, "1");
+    cJSON_Delete(root);
+    free(b.p);
+    /* a file of an ordinary model does not carry the key and stays version 1 */
+    induct_model *o = make(&VARIANTS[3], 5);
+    ck_assert_uint_eq(VARIANTS[3].shortformer_layers, 0);
+    ck_ok(induct_model_save(o, path_b));
+    b = slurp(path_b);
+    root = header_of(&b);
+    meta = cJSON_GetObjectItem(root, "__metadata__");
+    ck_assert_str_eq(cJSON_GetObjectItem(meta, "format_version")->valuestring, "1");
+    ck_assert_ptr_null(cJSON_GetObjectItem(meta, "shortformer_layers"));
+    cJSON_Delete(root);
+    free(b.p);
+    induct_model_free(o);
+    /* more layers than the model has: the config is invalid */
+    mutate(path_a, path_b, mut_shortformer_layers_3, 0);
+    expect_load_fails(path_b, INDUCT_EFORMAT, "shortformer_layers");
+    /* a given config must agree with the file */
+    induct_model_config c;
+    c.size = sizeof c;
+    ck_ok(induct_model_get_config(m, &c));
+    c.shortformer_layers = 0;
+    induct_model *l = (induct_model *)(intptr_t)1;
+    ck_assert_int_eq(induct_model_load_config(&l, path_a, &c), INDUCT_EFORMAT);
+    ck_assert_ptr_null(l);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "shortformer_layers"));
+    c.shortformer_layers = 1;
+    ck_ok(induct_model_load_config(&l, path_a, &c));
+    induct_model_free(l);
     induct_model_free(m);
     teardown_dir();
 }
@@ -787,6 +821,7 @@ int main(void) {
     tcase_add_test(tc, test_missing_and_extra);
     tcase_add_test(tc, test_bad_json);
     tcase_add_test(tc, test_metadata);
+    tcase_add_test(tc, test_shortformer_layers_meta);
     tcase_add_test(tc, test_non_finite);
     tcase_add_test(tc, test_io_errors);
     tcase_add_test(tc, test_random_corruption);

@@ -14,12 +14,6 @@
 
 #include "testutil.h"
 
-/* The field this issue appended to induct_model_config, frozen (LP64). */
-_Static_assert(offsetof(induct_model_config, seed) == 72 &&
-                   offsetof(induct_model_config, max_bytes) == 80 &&
-                   sizeof(induct_model_config) == 88,
-               "induct_model_config layout");
-
 #define ck_fails(call, expected)                                                           \
     do {                                                                                   \
         induct_error_clear();                                                              \
@@ -796,26 +790,29 @@ END_TEST
  * (the struct untouched), its own size and a larger zero-tailed size work. */
 typedef int (*init_fn)(void *, size_t);
 START_TEST(test_errors_config_inits) {
+    /* min: the smallest size accepted, that of the 0.1.0 header for the structs that
+     * have grown since (a caller compiled against it passes that size) */
     static const struct {
         const char *name;
         init_fn fn;
-        size_t size;
+        size_t size, min;
     } T[] = {
-        {"model", (init_fn)induct_model_config_init, sizeof(induct_model_config)},
-        {"rrt", (init_fn)induct_rrt_config_init, sizeof(induct_rrt_config)},
-        {"train", (init_fn)induct_train_config_init, sizeof(induct_train_config)},
-        {"kv", (init_fn)induct_kv_config_init, sizeof(induct_kv_config)},
-        {"text", (init_fn)induct_text_config_init, sizeof(induct_text_config)},
-        {"token_file", (init_fn)induct_token_file_config_init, sizeof(induct_token_file_config)},
-        {"eval", (init_fn)induct_eval_config_init, sizeof(induct_eval_config)},
-        {"probe", (init_fn)induct_probe_config_init, sizeof(induct_probe_config)},
-        {"phase", (init_fn)induct_phase_config_init, sizeof(induct_phase_config)},
-        {"classify", (init_fn)induct_classify_config_init, sizeof(induct_classify_config)},
+        {"model", (init_fn)induct_model_config_init, sizeof(induct_model_config), 88},
+        {"rrt", (init_fn)induct_rrt_config_init, sizeof(induct_rrt_config), 0},
+        {"train", (init_fn)induct_train_config_init, sizeof(induct_train_config), 0},
+        {"kv", (init_fn)induct_kv_config_init, sizeof(induct_kv_config), 0},
+        {"text", (init_fn)induct_text_config_init, sizeof(induct_text_config), 0},
+        {"token_file", (init_fn)induct_token_file_config_init, sizeof(induct_token_file_config), 0},
+        {"eval", (init_fn)induct_eval_config_init, sizeof(induct_eval_config), 48},
+        {"probe", (init_fn)induct_probe_config_init, sizeof(induct_probe_config), 0},
+        {"phase", (init_fn)induct_phase_config_init, sizeof(induct_phase_config), 0},
+        {"classify", (init_fn)induct_classify_config_init, sizeof(induct_classify_config), 0},
     };
     unsigned char buf[4200];
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         ck_fails(T[i].fn(NULL, T[i].size), INDUCT_EINVAL);
-        size_t bad[] = {0, sizeof(size_t), T[i].size - 1, 4097};
+        size_t min = T[i].min ? T[i].min : T[i].size;
+        size_t bad[] = {0, sizeof(size_t), min - 1, 4097};
         for (size_t k = 0; k < 4; k++) {
             memset(buf, 0xAB, sizeof buf);
             induct_error_clear();
@@ -823,6 +820,12 @@ START_TEST(test_errors_config_inits) {
             ck_assert_int_eq(induct_last_error_code(), INDUCT_EABI);
             ck_assert_msg(buf[0] == 0xAB && buf[T[i].size - 1] == 0xAB, "%s written on failure",
                           T[i].name);
+        }
+        if (min < T[i].size) { /* the older size: filled up to it, nothing past it */
+            memset(buf, 0xAB, sizeof buf);
+            ck_ok(T[i].fn(buf, min));
+            for (size_t b = min; b < T[i].size; b++)
+                ck_assert_msg(buf[b] == 0xAB, "%s size %zu wrote byte %zu", T[i].name, min, b);
         }
         memset(buf, 0xAB, sizeof buf);
         ck_ok(T[i].fn(buf, T[i].size + 24));

@@ -9,24 +9,18 @@
 
 enum { B = 2, T = 7 };
 
-typedef struct variant {
-    const char *name;
-    uint32_t d_mlp, layer_norm, positional, smeared;
-} variant;
-
-static const variant VARIANTS[] = {
-    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0},
-    {"mlp", 12, 0, INDUCT_POS_STANDARD, 0},
-    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0},
-    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0},
-    {"none", 0, 0, INDUCT_POS_NONE, 0},
-    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1},
-    {"everything", 12, 1, INDUCT_POS_SHORTFORMER, 1},
-};
-#define N_VARIANTS (int)(sizeof VARIANTS / sizeof VARIANTS[0])
+typedef tu_variant variant;
+#define VARIANTS TU_VARIANTS
+#define N_VARIANTS TU_N_VARIANTS
 
 static induct_model *make(const variant *v) {
-    return tu_variant_model(v->d_mlp, v->layer_norm, v->positional, v->smeared, 3);
+    induct_model_config c;
+    tu_tiny_config(&c);
+    tu_variant_apply(&c, v);
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 3);
+    return m;
 }
 
 static double loss_of(void *tok, induct_model *m) {
@@ -49,7 +43,7 @@ END_TEST
 
 /* Changing token j never changes logits at positions < j (bitwise). */
 START_TEST(test_causality) {
-    induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
+    induct_model *m = make(&VARIANTS[TU_EVERYTHING]);
     int32_t tok[T];
     tu_tokens(tok, T, 11, 9);
     float a[T * 11], b[T * 11];
@@ -260,7 +254,7 @@ END_TEST
 
 /* Attention rows sum to 1 and keys after the query get exactly 0. */
 START_TEST(test_attention_pattern) {
-    induct_model *m = make(&VARIANTS[N_VARIANTS - 1]);
+    induct_model *m = make(&VARIANTS[TU_EVERYTHING]);
     int32_t tok[T];
     tu_tokens(tok, T, 11, 2);
     size_t need;

@@ -10,7 +10,8 @@
  *   __metadata__       the config and the mean loss, as strings
  *
  * Uses only the public API. Usage: parity_dump VARIANT OUT.safetensors
- * Variants: attention-only mlp layernorm shortformer none smeared-keys everything.
+ * Variants: attention-only mlp layernorm shortformer none smeared-keys everything
+ * shortformer-layer0.
  * Exit status 0 on success, 1 on a library or I/O error, 2 on bad usage. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -27,7 +28,7 @@ enum { BATCH = 3, SEQ = 8, VOCAB = 13 };
 
 typedef struct variant {
     const char *name;
-    uint32_t d_mlp, layer_norm, positional, smeared;
+    uint32_t d_mlp, layer_norm, positional, smeared, shortformer_layers;
 } variant;
 
 static const variant VARIANTS[] = {
@@ -38,6 +39,8 @@ static const variant VARIANTS[] = {
     {"none", 0, 0, INDUCT_POS_NONE, 0},
     {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1},
     {"everything", 16, 1, INDUCT_POS_SHORTFORMER, 1},
+    /* W_pos in layer 0's query/key input only */
+    {"shortformer-layer0", 0, 1, INDUCT_POS_SHORTFORMER, 0, 1},
 };
 
 /* splitmix64 + Box-Muller: deterministic, independent of the library's RNG */
@@ -169,6 +172,7 @@ int main(int argc, char **argv) {
     c.positional = v->positional;
     c.layer_norm = v->layer_norm;
     c.smeared_keys = v->smeared;
+    c.shortformer_layers = v->shortformer_layers;
     c.n_threads = 1;
     induct_model *m;
     int rc = induct_model_new(&m, &c);
@@ -259,6 +263,7 @@ int main(int argc, char **argv) {
     META_U(d_vocab);
     META_U(layer_norm);
     META_U(smeared_keys);
+    META_U(shortformer_layers);
 #undef META_U
     cJSON_AddStringToObject(meta, "positional", pos_names[c.positional]);
     snprintf(num, sizeof num, "%.17g", mean);

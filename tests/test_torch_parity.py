@@ -50,6 +50,7 @@ VARIANTS = [
     "none",
     "smeared-keys",
     "everything",
+    "shortformer-layer0",
 ]
 RTOL = 1e-4
 ATOL_REL = 1e-6
@@ -130,8 +131,11 @@ def reference_forward(P, tokens, cfg):
     for l in range(cfg["n_layers"]):
         p = f"blocks.{l}."
         h = ln(x, p + "ln1") if use_ln else x
-        # shortformer: positions enter the query and key inputs only
-        qk_in = h + pos if positional == "shortformer" else h
+        # shortformer: positions enter the query and key inputs only, of the first
+        # shortformer_layers layers (0: of every layer)
+        sfl = cfg.get("shortformer_layers", 0)
+        reads_pos = positional == "shortformer" and (sfl == 0 or l < sfl)
+        qk_in = h + pos if reads_pos else h
         q = torch.einsum("btd,hde->bthe", qk_in, P[p + "attn.W_Q"]) + P[p + "attn.b_Q"]
         k = torch.einsum("btd,hde->bthe", qk_in, P[p + "attn.W_K"]) + P[p + "attn.b_K"]
         v = torch.einsum("btd,hde->bthe", h, P[p + "attn.W_V"]) + P[p + "attn.b_V"]
@@ -221,7 +225,7 @@ def test_parity(variant, tmp_path, torch_required):
     assert meta["variant"] == variant
     cfg = {key: int(meta[key]) for key in (
         "n_layers", "d_model", "n_heads", "d_head", "d_mlp", "n_ctx", "d_vocab",
-        "layer_norm", "smeared_keys")}
+        "layer_norm", "smeared_keys", "shortformer_layers")}
     cfg["positional"] = meta["positional"]
 
     shapes = expected_shapes(cfg)

@@ -18,6 +18,26 @@ void tu_tiny_config(induct_model_config *c) {
     c->seed = 7;
 }
 
+const tu_variant TU_VARIANTS[] = {
+    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0, 0},
+    {"mlp", 12, 0, INDUCT_POS_STANDARD, 0, 0},
+    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0, 0},
+    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0, 0},
+    {"none", 0, 0, INDUCT_POS_NONE, 0, 0},
+    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1, 0},
+    {"everything", 12, 1, INDUCT_POS_SHORTFORMER, 1, 0},
+    {"shortformer-layer0", 0, 1, INDUCT_POS_SHORTFORMER, 0, 1},
+};
+const int TU_N_VARIANTS = (int)(sizeof TU_VARIANTS / sizeof TU_VARIANTS[0]);
+
+void tu_variant_apply(induct_model_config *c, const tu_variant *v) {
+    c->d_mlp = v->d_mlp;
+    c->layer_norm = v->layer_norm;
+    c->positional = v->positional;
+    c->smeared_keys = v->smeared;
+    c->shortformer_layers = v->shortformer_layers;
+}
+
 induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t positional,
                                uint32_t smeared_keys, uint64_t seed) {
     induct_model_config c;

@@ -23,6 +23,18 @@ void tu_tiny_config(induct_model_config *c);
  * randomised by tu_randomize(m, 0.5, seed). */
 induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t positional,
                                uint32_t smeared_keys, uint64_t seed);
+/* The architecture variants every whole-model suite runs over (gradients, round
+ * trips): attention-only, mlp, layernorm, shortformer, none, smeared-keys,
+ * everything (TU_EVERYTHING), shortformer-layer0 (W_pos in layer 0 only). */
+typedef struct tu_variant {
+    const char *name;
+    uint32_t d_mlp, layer_norm, positional, smeared, shortformer_layers;
+} tu_variant;
+extern const tu_variant TU_VARIANTS[];
+extern const int TU_N_VARIANTS;
+#define TU_EVERYTHING 6
+/* Set c's architecture fields to the variant's (the other fields untouched). */
+void tu_variant_apply(induct_model_config *c, const tu_variant *v);
 /* A repeated-random-token dataset (induct_dataset_new_rrt) with these fields set, the
  * other fields at their defaults. */
 induct_dataset *tu_rrt(uint32_t d_vocab, uint32_t min_block, uint64_t seed);

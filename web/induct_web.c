@@ -29,6 +29,7 @@ static const field model_fields[] = {
     FIELD(induct_model_config, n_threads),    FIELD(induct_model_config, init),
     FIELD(induct_model_config, smear_alpha_init), FIELD(induct_model_config, init_std),
     FIELD(induct_model_config, seed),         FIELD(induct_model_config, max_bytes),
+    FIELD(induct_model_config, shortformer_layers),
 };
 static const field rrt_fields[] = {
     FIELD(induct_rrt_config, d_vocab),   FIELD(induct_rrt_config, n_repeats),

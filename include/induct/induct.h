@@ -242,6 +242,15 @@ typedef struct induct_model_config {
                                  config, file or call that would need more is refused with
                                  ::INDUCT_ELIMIT before anything is allocated
                                  (docs/hardening.md). Not saved in checkpoints. Default 0. */
+    uint32_t shortformer_layers; /**< With ::INDUCT_POS_SHORTFORMER: W_pos enters the
+                                 query/key input of the first `shortformer_layers` layers
+                                 only; 0 means every layer (the ICL paper's small models).
+                                 With 1, only layer 0 can attend by position, so a 2-layer
+                                 model's previous-token head forms in layer 0, where a
+                                 layer-1 induction head can compose with it
+                                 (docs/phase-change.md). Must be 0 with the other
+                                 positional variants; ≤ n_layers. Default 0. */
+    uint32_t reserved0;     /**< Must be 0. */
 } induct_model_config;
 
 /**
@@ -2278,10 +2287,13 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
  *  the metadata keys and every validation rule are in docs/checkpoint-format.md.
  *  @{ */
 
-/** Version of the checkpoint layout this library writes and the newest it reads
- *  (`__metadata__["format_version"]`). A file stating a larger value is refused.
- *  @since 0.1 */
-#define INDUCT_CHECKPOINT_FORMAT_VERSION 1
+/** The newest checkpoint layout this library reads (`__metadata__["format_version"]`);
+ *  a file stating a larger value is refused. The library writes version 1 (every
+ *  0.1 library reads it) unless the model needs version 2: a model with
+ *  `shortformer_layers` ≠ 0, whose file states it under that key (an older library
+ *  would build a different model from it, so it must refuse the file).
+ *  @since 0.1 (2 since `shortformer_layers`) */
+#define INDUCT_CHECKPOINT_FORMAT_VERSION 2
 
 /**
  * @brief Save the model's config and weights as a safetensors file.
@@ -2291,7 +2303,7 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
  * storage order (induct_model_tensor_info()), contiguous, without holes. Tensor names
  * and shapes are TransformerLens' (see induct_model_tensor_info(); the smeared-key α
  * is `blocks.{l}.attn.smear_alpha [n_heads]`). `__metadata__` holds the config, the
- * library version and ::INDUCT_CHECKPOINT_FORMAT_VERSION, all as strings.
+ * library version and the format version (::INDUCT_CHECKPOINT_FORMAT_VERSION), all as strings.
  *
  * The write is atomic: the data go to a temporary file `<path>.tmp.<pid>.<n>` in the
  * same directory, which is flushed, fsync'ed and renamed over `path` (the directory is

@@ -123,7 +123,7 @@ class ModelConfig(_Sized):
         ("d_vocab", c_uint32), ("positional", c_uint32), ("layer_norm", c_uint32),
         ("smeared_keys", c_uint32), ("n_threads", c_uint32), ("init", c_uint32),
         ("smear_alpha_init", c_double), ("init_std", c_double), ("seed", c_uint64),
-        ("max_bytes", c_uint64),
+        ("max_bytes", c_uint64), ("shortformer_layers", c_uint32), ("reserved0", c_uint32),
     ]
 
 

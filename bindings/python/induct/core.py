@@ -102,7 +102,8 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
-    smear_alpha_init, init_std, seed, max_bytes)."""
+    smear_alpha_init, init_std, seed, max_bytes, shortformer_layers (with 'shortformer':
+    W_pos enters the query/key input of the first this many layers; 0 = every layer))."""
 
     _free = "induct_model_free"
 
@@ -126,7 +127,10 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
         return (f"n_layers={c['n_layers']} d_model={c['d_model']} n_heads={c['n_heads']} "
                 f"d_head={c['d_head']} d_mlp={c['d_mlp']} n_ctx={c['n_ctx']} "
                 f"d_vocab={c['d_vocab']} positional={pos!r} layer_norm={bool(c['layer_norm'])}"
-                f" smeared_keys={bool(c['smeared_keys'])} n_params={self.n_params}")
+                f" smeared_keys={bool(c['smeared_keys'])}"
+                + (f" shortformer_layers={c['shortformer_layers']}" if c["shortformer_layers"]
+                   else "")
+                + f" n_params={self.n_params}")
 
     @property
     def config(self):

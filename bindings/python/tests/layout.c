@@ -28,7 +28,7 @@ int main(void) {
     BEGIN();
     F(size); F(n_layers); F(d_model); F(n_heads); F(d_head); F(d_mlp); F(n_ctx); F(d_vocab);
     F(positional); F(layer_norm); F(smeared_keys); F(n_threads); F(init); F(smear_alpha_init);
-    F(init_std); F(seed); F(max_bytes);
+    F(init_std); F(seed); F(max_bytes); F(shortformer_layers); F(reserved0);
 #undef S
 #define S induct_rrt_config
     BEGIN();

@@ -78,6 +78,31 @@ def test_shapes_and_values():
     assert m.n_params == sum(v.size for v in m.weights().values())
 
 
+def test_shortformer_layers(tmp_path):
+    """W_pos in layer 0's queries and keys only: the config round-trips through a file,
+    the same weights give other logits than with W_pos in every layer, and the library
+    refuses the field with other positional variants or above n_layers."""
+    m = induct.Model(n_layers=2, d_model=8, n_heads=2, n_ctx=8, d_vocab=7, layer_norm=1,
+                     positional="shortformer", shortformer_layers=1, seed=3)
+    assert m.config["shortformer_layers"] == 1 and "shortformer_layers=1" in repr(m)
+    path = tmp_path / "m.safetensors"
+    m.save(path)
+    loaded = induct.Model.load(path)
+    assert loaded.config == m.config
+    toks = np.array([[1, 2, 3, 4, 1, 2, 3, 4]], dtype=np.int32)
+    assert np.array_equal(loaded.forward(toks)[0], m.forward(toks)[0])
+    # every layer (0) differs from layer 0 only (1) once layer 1 attends at all
+    every = induct.Model(n_layers=2, d_model=8, n_heads=2, n_ctx=8, d_vocab=7, layer_norm=1,
+                         positional="shortformer", shortformer_layers=0, seed=3)
+    for name, w in m.weights().items():
+        every.set(name, w)
+    assert not np.array_equal(every.forward(toks)[0], m.forward(toks)[0])
+    with pytest.raises(induct.InvalidArgument, match="shortformer_layers = 1 needs positional"):
+        induct.Model(positional="standard", shortformer_layers=1)
+    with pytest.raises(induct.InvalidArgument, match="exceeds n_layers"):
+        induct.Model(positional="shortformer", n_layers=2, shortformer_layers=3)
+
+
 def test_exceptions_carry_the_library_message():
     with pytest.raises(induct.InvalidArgument, match="n_heads .* does not divide d_model"):
         induct.Model(d_model=10, n_heads=4)
