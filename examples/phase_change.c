@@ -1936,6 +1936,12 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
            "compared with the control's at its end.\n\n",
            (unsigned long long)o->steps_1l, (double)o->steps_1l * o->batch * sh->T / 1e6,
            (unsigned long long)o->steps);
+    if (o->positional == INDUCT_POS_SHORTFORMER && o->shortformer_layers)
+        MD("Positions (shortformer) enter the queries and keys of the first %u layer%s only "
+           "(`--shortformer-layers`; the ICL paper's small models have them in every layer): "
+           "the 2-layer models can attend by position only in layer 0, where their "
+           "previous-token head must then form.\n\n",
+           o->shortformer_layers, o->shortformer_layers == 1 ? "" : "s");
     if (o->repeat_fraction > 0) MD("%s\n\n", curriculum_line(o, sh->T));
     char hn[32], pct[64];
     MD("ICL scores: band estimator (loss averaged over ±%u tokens around tokens %u and %u), "
