@@ -32,13 +32,13 @@ typedef struct variant {
 } variant;
 
 static const variant VARIANTS[] = {
-    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0},
-    {"mlp", 16, 0, INDUCT_POS_STANDARD, 0},
-    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0},
-    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0},
-    {"none", 0, 0, INDUCT_POS_NONE, 0},
-    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1},
-    {"everything", 16, 1, INDUCT_POS_SHORTFORMER, 1},
+    {"attention-only", 0, 0, INDUCT_POS_STANDARD, 0, 0},
+    {"mlp", 16, 0, INDUCT_POS_STANDARD, 0, 0},
+    {"layernorm", 0, 1, INDUCT_POS_STANDARD, 0, 0},
+    {"shortformer", 0, 0, INDUCT_POS_SHORTFORMER, 0, 0},
+    {"none", 0, 0, INDUCT_POS_NONE, 0, 0},
+    {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1, 0},
+    {"everything", 16, 1, INDUCT_POS_SHORTFORMER, 1, 0},
     /* W_pos in layer 0's query/key input only */
     {"shortformer-layer0", 0, 1, INDUCT_POS_SHORTFORMER, 0, 1},
 };

@@ -102,8 +102,8 @@ def test_same_training_without_the_program(runs, corpus, tmp_path):
     data = induct.Dataset.text_path(corpus, n_eval_windows=1024, val_fraction=0.1,
                                     block_tokens=4096, seed=0, bos=0)
     model = induct.Model(n_layers=2, d_model=8, n_heads=1, d_mlp=0, n_ctx=512, d_vocab=256,
-                         positional="shortformer", layer_norm=1, smeared_keys=0, init="gpt2",
-                         seed=0, n_threads=1)
+                         positional="shortformer", shortformer_layers=1, layer_norm=1,
+                         smeared_keys=0, init="gpt2", seed=0, n_threads=1)
     # the default sinusoidal positions, amplitude 3 (docs/phase-change.md)
     p = np.arange(512)[:, None]
     ang = p / 10000.0 ** (2 * np.arange(4)[None, :] / 8)
