@@ -114,7 +114,7 @@ static const options DEFAULTS = {
     .ln = 1, .positional = INDUCT_POS_SHORTFORMER, .shortformer_layers = 1, .init = INDUCT_INIT_GPT2, .init_std = NAN,
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
-    .cosine = 0, .min_lr_ratio = 0.0, .steps = 5000, .steps_1l = 2000,
+    .cosine = 0, .min_lr_ratio = 0.0, .steps = 3000, .steps_1l = 2000,
     .eval_every = 250, .eval_batch = 256, .smooth = 3, .icl_band = 5, .snapshots = 4,
     .icl_windows = 8192, .icl_groups = 32, .ablation_windows = 512,
     .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,

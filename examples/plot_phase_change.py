@@ -143,15 +143,17 @@ def main():
     fig.tight_layout()
     save(fig, "phase_change.png")
 
-    # ---- attention.png: the strongest induction head of any model ----
-    # (by final prefix-matching score; without any, the 2-layer model's best last-layer
-    # prefix-matching head)
+    # ---- attention.png: the plain 2-layer model's strongest induction head (the
+    # headline), else the strongest of any model (by final prefix-matching score);
+    # without any, the 2-layer model's best last-layer prefix-matching head ----
     cands = []
     for name in order:
         pm = np.asarray(models[name]["heads"]["prefix_matching"], dtype=float)
         labels = models[name]["heads"]["labels"]
         cands += [(pm[l, h], name, l, h) for l in range(len(labels)) for h in range(heads)
                   if labels[l][h] == "induction"]
+    if any(c[1] == "2L" for c in cands):
+        cands = [c for c in cands if c[1] == "2L"]
     if cands:
         _, main_name, layer, head = max(cands)
         pm_final = np.asarray(models[main_name]["heads"]["prefix_matching"], dtype=float)
