@@ -94,6 +94,8 @@ typedef struct options {
     uint32_t icl_band;       /* --icl-band W: ICL estimator averages L over ±W tokens (0 = single tokens) */
     uint32_t snapshots;      /* --snapshots N: periodic checkpoints (every steps/N) */
     uint32_t icl_windows;    /* --icl-windows N: windows of the evaluation the checks read */
+    uint32_t window_windows; /* --window-windows N: windows of the window rule's ICL series at
+                              * every evaluation (0: the per-step --eval-batch curve's) */
     uint32_t icl_groups;     /* --icl-groups G: batch means for the standard errors */
     uint32_t ablation_windows; /* --ablation-windows N: windows of the ablation evaluation */
     double thr_induction;    /* --induction-threshold (prefix matching); NAN = library default */
@@ -115,7 +117,7 @@ static const options DEFAULTS = {
     .pos_init = POS_INIT_SINUSOIDAL, .pos_amp = 3.0, .smear_alpha = NAN, .seed = 0,
     .batch = 8, .lr = 1e-2, .warmup = 200, .weight_decay = NAN, .grad_clip = NAN,
     .cosine = 0, .min_lr_ratio = 0.0, .steps = 3000, .steps_1l = 2000,
-    .eval_every = 250, .eval_batch = 256, .smooth = 3, .icl_band = 5, .snapshots = 4,
+    .eval_every = 250, .eval_batch = 256, .smooth = 3, .icl_band = 5, .snapshots = 4, .window_windows = 3072,
     .icl_windows = 8192, .icl_groups = 32, .ablation_windows = 512,
     .thr_induction = NAN, .thr_previous = NAN, .thr_duplicate = NAN,
     .threads = 1, .jobs = 2, .out = "phase-change-run", .estimate = 1,
@@ -275,6 +277,8 @@ static void usage(FILE *f) {
         "          --snapshots N (%u; checkpoints every steps/N, 0 = none; final.safetensors always)\n"
         "          --icl-windows N (%u; the evaluation the checks read)  --icl-groups G (%u;\n"
         "          standard errors by batch means)  --ablation-windows N (%u)\n"
+        "          --window-windows N (%u; the window rule's ICL score at every evaluation,\n"
+        "          bands only, in groups of 256; 0 = from the --eval-batch curve)\n"
         "          --induction-threshold X  --previous-token-threshold X  --duplicate-threshold X\n"
         "          (head classes; library defaults)\n"
         "run:      --threads N per model (%u)  --jobs N models at once (%u)  --out DIR (%s)\n"
@@ -293,7 +297,7 @@ static void usage(FILE *f) {
         (unsigned long long)DEFAULTS.eval_every,
         DEFAULTS.eval_batch, DEFAULTS.smooth,
         DEFAULTS.icl_band, DEFAULTS.snapshots, DEFAULTS.icl_windows, DEFAULTS.icl_groups,
-        DEFAULTS.ablation_windows, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out, prog);
+        DEFAULTS.ablation_windows, DEFAULTS.window_windows, DEFAULTS.threads, DEFAULTS.jobs, DEFAULTS.out, prog);
 }
 
 static void bad_input(const char *fmt, ...) {
@@ -380,6 +384,7 @@ static const struct option LONGOPTS[] = {
     {"smooth", required_argument, 0, 0}, {"icl-band", required_argument, 0, 0},
     {"snapshots", required_argument, 0, 0}, {"threads", required_argument, 0, 0},
     {"icl-windows", required_argument, 0, 0}, {"icl-groups", required_argument, 0, 0},
+    {"window-windows", required_argument, 0, 0},
     {"ablation-windows", required_argument, 0, 0},
     {"jobs", required_argument, 0, 0}, {"out", required_argument, 0, 0},
     {"induction-threshold", required_argument, 0, 0},
@@ -471,6 +476,8 @@ static void on_option(const char *name, const char *v, void *ud) {
         } else if (!strcmp(a, "--snapshots")) o->snapshots = (uint32_t)parse_u64(a, v, 0, 1000);
         else if (!strcmp(a, "--icl-windows"))
             o->icl_windows = (uint32_t)parse_u64(a, v, 2, 1u << 20);
+        else if (!strcmp(a, "--window-windows"))
+            o->window_windows = (uint32_t)parse_u64(a, v, 0, 1u << 20);
         else if (!strcmp(a, "--icl-groups")) o->icl_groups = (uint32_t)parse_u64(a, v, 2, 4096);
         else if (!strcmp(a, "--ablation-windows"))
             o->ablation_windows = (uint32_t)parse_u64(a, v, 2, 1u << 20);
@@ -540,6 +547,9 @@ typedef struct shared {
      * and the ablations' (d_abl), each in n groups of `per` windows (batch means) */
     const induct_dataset *d_big, *d_abl;
     uint32_t big_groups, big_per, abl_groups, abl_per, ps_groups, ps_per;
+    /* the window rule's series (d_win: --window-windows windows; NULL = the per-step curve) */
+    const induct_dataset *d_win;
+    uint32_t win_groups, win_per;
     double pm_chance;          /* prefix matching of uniform attention on the probe */
     pthread_mutex_t mu;
     int tty;
@@ -558,7 +568,10 @@ typedef struct shared {
 /* What we read back from a model's metrics log. */
 typedef struct series {
     size_t n;
-    double *step, *tokens, *loss, *icl; /* icl: the band estimator (--icl-band) */
+    double *step, *tokens, *loss, *icl; /* icl: the band estimator (--icl-band), of the
+                                          * window evaluation (or the per-step curve) */
+    double *icl_se;            /* its standard error (window evaluation; NULL without) */
+    double *icl_ps;            /* the per-step curve's band estimate (--eval-batch windows) */
     double *icl_token;         /* the single-token ICL score L[499] − L[49] */
     float *pm, *pt;            /* [n][n_layers*n_heads] */
 } series;
@@ -1098,10 +1111,34 @@ static int analyse(job *j) {
      * use the band estimator (--icl-band W: mean of L over the 2W+1 tokens centred on each
      * index), a lower-variance estimate of the same quantity; W = 0 is the single-token one. */
     s->icl_token = xcalloc(s->n, sizeof *s->icl_token);
+    s->icl_ps = xcalloc(s->n, sizeof *s->icl_ps);
     for (size_t i = 0; i < s->n; i++) {
         s->icl_token[i] = sh->icl_metric && isfinite(s->icl[i]) ? s->icl[i] : j->ev_icl[i];
-        s->icl[i] = j->ev_icl_band[i];
+        s->icl[i] = s->icl_ps[i] = j->ev_icl_band[i];
     }
+    /* The window rule's series: the band ICL score of the weights kept at every
+     * evaluation on --window-windows windows (bands only). The per-step curve's 256
+     * windows have a standard error of about 0.05 nats, the size of the rule's smallest
+     * change (min_change) and twice the 10 % point of a 0.2-nat fall: its sampling error,
+     * which appears once a model predicts anything and then persists across evaluations,
+     * would place the window. */
+    double t_win = now();
+    if (sh->d_win) {
+        s->icl_se = xcalloc(s->n, sizeof *s->icl_se);
+        for (size_t i = 0; i < s->n; i++) {
+            icl_est e;
+            rc = eval_groups(sh, j->ev_model[i], sh->d_win, sh->win_groups, sh->win_per,
+                             j->avg_buf, NULL, &e);
+            free(e.g_band);
+            if (rc) {
+                job_fail(j, rc, "the window evaluation");
+                return 1;
+            }
+            s->icl[i] = e.band;
+            s->icl_se[i] = e.band_se;
+        }
+    }
+    t_win = now() - t_win;
 
     cJSON_AddStringToObject(ms, "name", j->spec.name);
     cJSON_AddNumberToObject(ms, "n_layers", L);
@@ -1135,6 +1172,8 @@ static int analyse(job *j) {
     add_num(w, "start_tokens", ws * tok_per_step);
     add_num(w, "end_tokens", we * tok_per_step);
     add_num(w, "fraction_of_run", j->w_frac);
+    cJSON_AddStringToObject(w, "series", sh->d_win ? "window evaluation (window_evaluation)"
+                                                    : "per-step curve (--eval-batch windows)");
     cJSON_AddNumberToObject(w, "smooth", pc.smooth);
     add_num(w, "lo_frac", pc.lo_frac);
     add_num(w, "hi_frac", pc.hi_frac);
@@ -1196,7 +1235,7 @@ static int analyse(job *j) {
         paired_se(eb.g_band, ea.g_band, ea.n_groups, &j->icl_fall, &j->icl_fall_se);
     } else {
         j->icl_before = s->icl[bi];
-        j->icl_before_se = eps.band_se;
+        j->icl_before_se = s->icl_se ? s->icl_se[bi] : eps.band_se;
         j->icl_fall = j->icl_fall_se = NAN;
     }
     cJSON_AddStringToObject(ms, "icl_estimator",
@@ -1212,7 +1251,8 @@ static int analyse(job *j) {
                                   : "no window: first evaluation at or after the warm-up");
     cJSON_AddStringToObject(ms, "icl_before_evaluation",
                             found ? "large (the weights kept at that evaluation)"
-                                  : "per-step (no window: no large evaluation)");
+                            : sh->d_win ? "window evaluation (no window: no large evaluation)"
+                                        : "per-step (no window: no large evaluation)");
     add_num(ms, "icl_after", j->icl_after);
     add_num(ms, "icl_after_se", j->icl_after_se);
     add_num(ms, "icl_token_after", ea.token);
@@ -1221,14 +1261,27 @@ static int analyse(job *j) {
     cJSON_AddItemToObject(ms, "icl_after_groups", double_list(ea.g_band, ea.n_groups));
     add_num(ms, "icl_fall", j->icl_fall);
     add_num(ms, "icl_fall_se", j->icl_fall_se);
+    if (sh->d_win) {
+        cJSON *we = cJSON_AddObjectToObject(ms, "window_evaluation");
+        cJSON_AddNumberToObject(we, "windows", (double)sh->win_groups * sh->win_per);
+        cJSON_AddNumberToObject(we, "groups", sh->win_groups);
+        cJSON_AddItemToObject(we, "steps", double_list(s->step, s->n));
+        cJSON_AddItemToObject(we, "icl", double_list(s->icl, s->n));
+        cJSON_AddItemToObject(we, "icl_se", double_list(s->icl_se, s->n));
+        add_num(we, "seconds", t_win);
+        cJSON_AddStringToObject(we, "note",
+            "the window rule's series: the band ICL score of the weights kept at every "
+            "evaluation, on these windows (bands only), standard errors by batch means");
+    }
     cJSON *pse = cJSON_AddObjectToObject(ms, "per_step");
-    add_num(pse, "icl_final", s->icl[ai]);
+    add_num(pse, "icl_final", s->icl_ps[ai]);
     add_num(pse, "icl_token_final", s->icl_token[ai]);
     add_num(pse, "icl_se", eps.band_se);
     add_num(pse, "icl_token_se", eps.token_se);
     cJSON_AddStringToObject(pse, "note",
-        "the per-step evaluations (window rule, curves) use --eval-batch windows; their "
-        "standard error is measured on the final model in groups of those windows");
+        "the per-step evaluations (curves, and the window rule with --window-windows 0) use "
+        "--eval-batch windows; their standard error is measured on the final model in "
+        "groups of those windows");
     add_num(ms, "large_evaluation_seconds", j->eval_seconds_large);
     cJSON_AddItemToObject(ms, "loss_by_position_final", double_list(curve, sh->T - 1));
     cJSON_AddNumberToObject(ms, "loss_by_position_final_windows",
@@ -1950,6 +2003,13 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
        "in %u groups; the ablations use %u windows in %u groups; the per-step curves %u "
        "windows.\n\n", o->icl_band, sh->early, sh->late, sh->big_groups * sh->big_per,
        sh->big_groups, sh->abl_groups * sh->abl_per, sh->abl_groups, sh->E);
+    if (sh->d_win)
+        MD("The phase-change windows come from the ICL score of the weights kept at every "
+           "evaluation on %u windows in %u groups (bands only; a standard error about %.0f %% "
+           "of the per-step curve's, whose sampling error would otherwise place the "
+           "window).\n\n",
+           sh->win_groups * sh->win_per, sh->win_groups,
+           100.0 * sqrt((double)sh->E / ((double)sh->win_groups * sh->win_per)));
     for (size_t i = 0; i < sh->n_jobs; i++) {
         const job *j = &sh->jobs[i];
         if (!j->summary) continue;
@@ -2137,7 +2197,7 @@ int main(int argc, char **argv) {
     size_t n_models = parse_models(o.models, &o, specs);
 
     /* ---- data ---- */
-    induct_dataset *d = NULL, *d_big = NULL, *d_abl = NULL;
+    induct_dataset *d = NULL, *d_big = NULL, *d_abl = NULL, *d_win = NULL;
     int rc;
     cJSON *data = cJSON_CreateObject();
     open_dataset(&o, o.eval_windows, &d);
@@ -2150,6 +2210,7 @@ int main(int argc, char **argv) {
      * ablations' (the split does not depend on the number of windows) */
     open_dataset(&o, o.icl_windows, &d_big);
     open_dataset(&o, o.ablation_windows, &d_abl);
+    if (o.window_windows) open_dataset(&o, o.window_windows, &d_win);
     if (o.text) {
         cJSON_AddStringToObject(data, "kind", "text (bytes)");
         cJSON_AddStringToObject(data, "path", o.text);
@@ -2199,6 +2260,14 @@ int main(int argc, char **argv) {
     grouping(n_big, o.icl_groups, &sh.big_groups, &sh.big_per);
     grouping(n_abl, o.icl_groups, &sh.abl_groups, &sh.abl_per);
     grouping(sh.E, 8, &sh.ps_groups, &sh.ps_per);
+    if (d_win) {
+        uint64_t n_win = 0;
+        if ((rc = induct_dataset_window_count(d_win, INDUCT_SPLIT_EVAL, o.seq_len, &n_win)))
+            lib_fail(rc, "counting evaluation windows");
+        sh.d_win = d_win;
+        /* groups of 256 windows, as the large evaluation's (at least 2) */
+        grouping(n_win, n_win >= 512 ? (uint32_t)(n_win / 256) : 2, &sh.win_groups, &sh.win_per);
+    }
     {
         /* prefix-matching under uniform attention on the dataset's probe ([BOS] + 25 × 4,
          * the metric's): mean over queries p in repeats r = 2..4 of (r − 1)/(p + 1) */
@@ -2329,6 +2398,9 @@ int main(int argc, char **argv) {
             const double nh = (double)sh.jobs[i].spec.n_layers * o.heads;
             run += t1 * (2.0 * sh.big_groups * sh.big_per +
                          2.0 * (nh + 2.0) * sh.abl_groups * sh.abl_per) / (3.0 * o.batch);
+            /* + the window evaluation of every kept evaluation (bands only: ~half a pass) */
+            run += t1 * 0.5 * (double)(sh.jobs[i].spec.steps / o.eval_every + 2) *
+                   (double)sh.win_groups * sh.win_per / (3.0 * o.batch);
             uint32_t k = 0;
             for (uint32_t q = 1; q < par; q++)
                 if (slot[q] < slot[k]) k = q;
@@ -2527,6 +2599,15 @@ int main(int argc, char **argv) {
         cJSON_AddNumberToObject(ps, "windows", sh.E);
         cJSON_AddNumberToObject(ps, "se_groups", sh.ps_groups);
         cJSON_AddNumberToObject(ps, "se_windows_per_group", sh.ps_per);
+        cJSON *wv = cJSON_AddObjectToObject(ecfg, "window");
+        cJSON_AddNumberToObject(wv, "windows_requested", o.window_windows);
+        cJSON_AddNumberToObject(wv, "windows", (double)sh.win_groups * sh.win_per);
+        cJSON_AddNumberToObject(wv, "groups", sh.win_groups);
+        cJSON_AddStringToObject(wv, "series",
+                                sh.d_win ? "the window rule reads the band ICL score of the "
+                                           "weights kept at every evaluation on these windows"
+                                         : "--window-windows 0: the window rule reads the "
+                                           "per-step curve");
     }
     cJSON *rcfg = cJSON_AddObjectToObject(cfg, "run");
     cJSON_AddNumberToObject(rcfg, "threads_per_model", o.threads);
@@ -2596,12 +2677,15 @@ int main(int argc, char **argv) {
         free(j->s.loss);
         free(j->s.icl);
         free(j->s.icl_token);
+        free(j->s.icl_se);
+        free(j->s.icl_ps);
         free(j->s.pm);
         free(j->s.pt);
     }
     free(sh.jobs);
     induct_dataset_free(d);
     induct_dataset_free(d_big);
+    induct_dataset_free(d_win);
     induct_dataset_free(d_abl);
     pthread_mutex_destroy(&sh.mu);
     return 0;

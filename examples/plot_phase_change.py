@@ -102,9 +102,18 @@ def main():
         color = f"C{i % 10}"
         tok = np.array([r["tokens"] for r in recs], dtype=float)
         icl = [band_icl(r, ev) for r in recs]
-        icl_token = [r.get("icl_score") for r in recs]
-        if not any(v is None for v in icl_token):
-            ax_icl.plot(tok, icl_token, ls=":", lw=0.8, color=color, alpha=0.7)
+        # the window rule's series (the window evaluation), with ± 1 standard error; the
+        # per-step curve's band estimate dotted beside it
+        we = models[name].get("window_evaluation")
+        if we:
+            ax_icl.plot(tok, icl, ls=":", lw=0.8, color=color, alpha=0.7)
+            icl = np.array(we["icl"], dtype=float)
+            se = np.array([math.nan if v is None else v for v in we["icl_se"]], dtype=float)
+            ax_icl.fill_between(tok, icl - se, icl + se, color=color, alpha=0.2, lw=0)
+        else:
+            icl_token = [r.get("icl_score") for r in recs]
+            if not any(v is None for v in icl_token):
+                ax_icl.plot(tok, icl_token, ls=":", lw=0.8, color=color, alpha=0.7)
         # any layer: a smeared-key model's induction heads can sit in layer 0
         pm = np.array([np.asarray(r["prefix_matching_score"], dtype=float).max()
                        for r in recs])
@@ -124,10 +133,16 @@ def main():
                    label=f"−{rules['icl_fall_min']} nats")
     ax_icl.axhline(0.0, color="0.6", lw=0.8)
     ax_icl.set_ylabel("ICL score (nats)")
+    win = ev.get("window") or {}
+    if any(models[n].get("window_evaluation") for n in order):
+        what = (f"solid: {win.get('windows')} windows at every evaluation (the window rule's "
+                f"series, ± 1 s.e.), dotted: the {ev.get('eval_batch')}-window per-step curve")
+    else:
+        what = "solid: the per-step curve, dotted: single tokens"
     ax_icl.set_title(f"ICL score = loss of token {ev['icl_late_token']} − token "
-                     f"{ev['icl_early_token']}\nsolid: each averaged over ±{ev.get('icl_band', 0)} "
-                     "tokens, dotted: single tokens; squares: final score of the large "
-                     "evaluation ± 3 s.e.", fontsize="small")
+                     f"{ev['icl_early_token']}, each averaged over ±{ev.get('icl_band', 0)} "
+                     f"tokens\n{what}; squares: final score of the large evaluation ± 3 s.e.",
+                     fontsize="small")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
     chance = summary["config"]["evaluation"].get("prefix_matching_chance")
     if chance is not None:

@@ -25,7 +25,8 @@ BUILD = os.environ["INDUCT_BUILD_DIR"]
 # large evaluation on 64 windows in 8 groups, the ablations on 32
 TINY = ["--d-model", "8", "--heads", "1", "--batch", "1", "--steps", "6", "--eval-every", "2",
         "--eval-batch", "4", "--block-tokens", "4096", "--warmup", "2", "--no-estimate",
-        "--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32"]
+        "--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32",
+        "--window-windows", "48"]
 MODELS = ["2L", "1L", "1L-smeared"]
 CHECKS = ["two_layer_phase_change", "one_layer_no_phase_change",
           "smeared_one_layer_phase_change", "induction_heads_carry_icl"]
@@ -259,6 +260,30 @@ def test_outputs_complete_and_finite(runs):
     assert "## Checks" in r.stdout and d in r.stdout and "plot_phase_change.py" in r.stdout
 
 
+def phase_window(steps, icl, smooth, lo=0.1, hi=0.9, min_change=0.05):
+    """The window rule again, from its documentation (include/induct/induct.h,
+    induct_analysis_phase_window): centred moving average truncated at the ends, the
+    fraction of the final change, first crossings of lo and then hi (interpolated)."""
+    n, h = len(icl), smooth // 2
+    sm = [float(np.mean(icl[max(0, i - h):min(n, i + h + 1)])) for i in range(n)]
+    delta = sm[-1] - sm[0]
+    if abs(delta) < min_change:
+        return None
+    f = [(x - sm[0]) / delta for x in sm]
+
+    def cross(th, i0):
+        for i in range(max(i0, 1), n):
+            if f[i] >= th:
+                return steps[i - 1] + (th - f[i - 1]) / (f[i] - f[i - 1]) * (steps[i] - steps[i - 1]), i
+        return None, n
+
+    a, i0 = cross(lo, 1)
+    if a is None:
+        return None
+    b, _ = cross(hi, i0)
+    return (a, b) if b is not None else None
+
+
 def window_rule_numbers(s, name, recs):
     m = s["models"][name]
     cfg = s["config"]["training"]
@@ -270,9 +295,21 @@ def window_rule_numbers(s, name, recs):
         assert w["fraction_of_run"] == pytest.approx(
             (w["end_step"] - w["start_step"]) / cfg["steps"])
     mine = [x for x in recs if x["model"] == name]
-    # the window uses the band estimator on the per-step evaluations; the single-token
-    # score is the driver's icl_score (docs/definitions.md), which equals the curve's
-    # L[499] - L[49]
+    # the window rule reads the window evaluation: the band estimator on the weights kept
+    # at every evaluation, one value per metrics record, and the rule applied again to
+    # that series gives the recorded window
+    we = m["window_evaluation"]
+    assert we["steps"] == [x["step"] for x in mine]
+    assert we["windows"] == s["config"]["evaluation"]["window"]["windows"] == 48
+    assert len(we["icl"]) == len(we["icl_se"]) == len(mine)
+    assert all(e > 0 for e in we["icl_se"][1:])
+    assert w["series"].startswith("window evaluation")
+    ref = phase_window(we["steps"], we["icl"], s["config"]["evaluation"]["smooth"])
+    assert (ref is not None) == w["found"]
+    if ref:
+        assert w["start_step"] == pytest.approx(ref[0]) and w["end_step"] == pytest.approx(ref[1])
+    # the single-token score is the driver's icl_score (docs/definitions.md), which equals
+    # the curve's L[499] - L[49]
     ps = m["per_step"]
     assert ps["icl_final"] == pytest.approx(band(mine[-1]["loss_by_position"]), abs=1e-5)
     assert ps["icl_token_final"] == pytest.approx(mine[-1]["icl_score"], abs=1e-12)
@@ -280,10 +317,10 @@ def window_rule_numbers(s, name, recs):
     assert mine[-1]["icl_score"] == pytest.approx(lbp[499] - lbp[49], abs=1e-5)
     before = [x for x in mine if x["step"] == m["icl_before_step"]]
     assert len(before) == 1
-    if not w["found"]:  # no window: the per-step value, with the per-step standard error
-        assert m["icl_before"] == pytest.approx(band(before[0]["loss_by_position"]), abs=1e-5)
+    if not w["found"]:  # no window: the window evaluation's value and standard error there
+        k = we["steps"].index(m["icl_before_step"])
+        assert m["icl_before"] == we["icl"][k] and m["icl_before_se"] == we["icl_se"][k]
         assert m["icl_token_before"] == pytest.approx(before[0]["icl_score"], abs=1e-12)
-        assert m["icl_before_se"] == ps["icl_se"]
     # every ICL figure carries a standard error; the final one is the mean of its groups
     g = m["icl_after_groups"]
     assert len(g) == s["config"]["evaluation"]["large"]["groups"]
