@@ -477,7 +477,12 @@ static void on_option(const char *name, const char *v, void *ud) {
         else if (!strcmp(a, "--icl-windows"))
             o->icl_windows = (uint32_t)parse_u64(a, v, 2, 1u << 20);
         else if (!strcmp(a, "--window-windows"))
+        {
             o->window_windows = (uint32_t)parse_u64(a, v, 0, 1u << 20);
+            if (o->window_windows == 1)
+                bad_input("--window-windows must be 0 (the per-step curve) or >= 2 (a "
+                          "standard error needs 2 groups)");
+        }
         else if (!strcmp(a, "--icl-groups")) o->icl_groups = (uint32_t)parse_u64(a, v, 2, 4096);
         else if (!strcmp(a, "--ablation-windows"))
             o->ablation_windows = (uint32_t)parse_u64(a, v, 2, 1u << 20);
@@ -1989,12 +1994,15 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
            "compared with the control's at its end.\n\n",
            (unsigned long long)o->steps_1l, (double)o->steps_1l * o->batch * sh->T / 1e6,
            (unsigned long long)o->steps);
-    if (o->positional == INDUCT_POS_SHORTFORMER && o->shortformer_layers)
-        MD("Positions (shortformer) enter the queries and keys of the first %u layer%s only "
-           "(`--shortformer-layers`; the ICL paper's small models have them in every layer): "
-           "the 2-layer models can attend by position only in layer 0, where their "
-           "previous-token head must then form.\n\n",
-           o->shortformer_layers, o->shortformer_layers == 1 ? "" : "s");
+    if (o->positional == INDUCT_POS_SHORTFORMER && o->shortformer_layers == 1)
+        MD("Positions (shortformer) enter the queries and keys of layer 0 only "
+           "(`--shortformer-layers 1`; the ICL paper's small models have them in every "
+           "layer): the 2-layer models can attend by position only in layer 0, where their "
+           "previous-token head must then form.\n\n");
+    else if (o->positional == INDUCT_POS_SHORTFORMER && o->shortformer_layers)
+        MD("Positions (shortformer) enter the queries and keys of the first %u layers only "
+           "(`--shortformer-layers`); models with no more layers than that have them in "
+           "every layer.\n\n", o->shortformer_layers);
     if (o->repeat_fraction > 0) MD("%s\n\n", curriculum_line(o, sh->T));
     char hn[32], pct[64];
     MD("ICL scores: band estimator (loss averaged over ±%u tokens around tokens %u and %u), "
@@ -2031,7 +2039,8 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
                deep ? "a short window early in training (2.5–5 B tokens)" : "none (1 layer)",
                deep ? "induction heads form at steps 8.5 k–17.5 k of 50 k" : "none (1 layer)");
         MD("| ICL score before (step %.0f, %s evaluation) | %+.3f ± %.3f nats | near 0 | near 0 |\n",
-           j->icl_before_step, j->window_found ? "large" : "per-step", j->icl_before,
+           j->icl_before_step, j->window_found ? "large" : sh->d_win ? "window" : "per-step",
+           j->icl_before,
            j->icl_before_se);
         MD("| ICL score after (final, large evaluation) | %+.3f ± %.3f nats | %s | %s |\n",
            j->icl_after, j->icl_after_se, deep ? "≈ −0.4 nats" : "≈ 0 (1 layer)",
@@ -2040,7 +2049,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
             MD("| ICL fall across the window | %+.3f ± %.3f nats | ≈ 0.4 nats | ≈ 0.2 nats |\n",
                j->icl_fall, j->icl_fall_se);
         MD("| ICL score at the last per-step evaluation (%u windows) | %+.3f ± %.3f nats | — | — |\n",
-           sh->E, j->s.icl[j->s.n - 1], j->ps_se);
+           sh->E, j->s.icl_ps[j->s.n - 1], j->ps_se);
         head_name(j->pm_head, o->heads, hn, sizeof hn);
         MD("| prefix matching, head %s, before → after (rise inside the window) | %.3f → %.3f "
            "(%s) | %s | %s |\n", hn, j->pm_head_before, j->pm_head_after,
@@ -2353,7 +2362,7 @@ int main(int argc, char **argv) {
            : o.positional == INDUCT_POS_STANDARD  ? "standard" : "none",
            o.positional != INDUCT_POS_SHORTFORMER || !o.shortformer_layers ? ""
            : o.shortformer_layers == 1 ? " in layer 0's queries and keys only"
-                                       : " in the first layers' queries and keys only",
+                                       : " in the queries and keys of the first --shortformer-layers layers only",
            o.pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random",
            o.init == INDUCT_INIT_TORCH ? "torch" : "gpt2", (unsigned long long)o.seed);
     printf("training: AdamW lr %g, warm-up %llu, %s schedule, batch %u, %llu steps = %.3g M "

@@ -194,8 +194,8 @@ static void linear_backward_new(induct_model *m, float *dinp, float *dW, float *
 
 /* Which of Q, K, V read W_pos in layer 0 (standard: all; shortformer: Q and K). */
 static int pos_reads(const induct_model *m, int x) {
-    int p = m->cfg.positional;
-    return p == INDUCT_POS_STANDARD || (p == INDUCT_POS_SHORTFORMER && x < 2);
+    return m->cfg.positional == INDUCT_POS_STANDARD ||
+           (induct__qk_reads_pos(&m->cfg, 0) && x < 2);
 }
 
 /* Layer 0's q, k_raw, v from the tables (see fold_layer0). */

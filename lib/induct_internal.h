@@ -59,9 +59,6 @@ static inline bool induct__add(size_t a, size_t b, size_t *out) {
     *out = a + b;
     return true;
 }
-/* Copy a caller's size-prefixed struct over `dst` (which holds defaults, `known`
- * bytes). Checks the size (>= min_size, <= 4096) and that any bytes beyond `known`
- * are zero. */
 /* Whether layer l's query/key input is LN(resid) + W_pos (shortformer positions, in
  * the first `shortformer_layers` layers, or every layer when it is 0). */
 static inline int induct__qk_reads_pos(const induct_model_config *c, uint32_t l) {
@@ -72,6 +69,9 @@ static inline int induct__qk_reads_pos(const induct_model_config *c, uint32_t l)
 /* The smallest induct_model_config a caller may pass: the layout before
  * `shortformer_layers` was appended (older callers get its default, 0). */
 #define INDUCT__MODEL_CONFIG_MIN offsetof(induct_model_config, shortformer_layers)
+/* Copy a caller's size-prefixed struct over `dst` (which holds defaults, `known`
+ * bytes). Checks the size (>= min_size, <= 4096) and that any bytes beyond `known`
+ * are zero. */
 int induct__struct_in(void *dst, size_t known, size_t min_size, const void *src,
                       const char *what);
 /* Copy `known` bytes of `src` out to a caller struct whose size field says how much

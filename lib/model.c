@@ -128,6 +128,9 @@ static int validate_config(induct_model_config *c) {
                    "model config: shortformer_layers = %u exceeds n_layers = %u",
                    c->shortformer_layers, c->n_layers);
     INDUCT_FAIL_IF(c->reserved0 != 0, INDUCT_EINVAL, "model config: reserved0 must be 0");
+    /* the first n_layers layers are every layer: one model, one config (and a checkpoint
+     * that every 0.1 library reads) */
+    if (c->shortformer_layers == c->n_layers) c->shortformer_layers = 0;
     INDUCT_FAIL_IF(c->init > INDUCT_INIT_TORCH, INDUCT_EINVAL,
                    "model config: init %u is not an INDUCT_INIT_* value", c->init);
     INDUCT_FAIL_IF(!isfinite(c->init_std) || c->init_std < 0, INDUCT_EINVAL,
@@ -334,6 +337,19 @@ INDUCT_API int induct_model_clone(induct_model **out, const induct_model *src) {
 
 INDUCT_API int induct_model_get_config(const induct_model *m, induct_model_config *cfg_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_get_config: model is NULL");
+    /* a caller whose struct ends before a field the model uses could not rebuild it */
+    size_t size;
+    if (cfg_out && m->cfg.shortformer_layers) {
+        memcpy(&size, cfg_out, sizeof size);
+        INDUCT_FAIL_IF(size >= INDUCT__MODEL_CONFIG_MIN &&
+                           size < offsetof(induct_model_config, shortformer_layers) +
+                                      sizeof(uint32_t),
+                       INDUCT_EABI,
+                       "induct_model_get_config: the model has shortformer_layers = %u, which "
+                       "a %zu-byte induct_model_config cannot hold (a caller compiled against "
+                       "an older header)",
+                       m->cfg.shortformer_layers, size);
+    }
     return induct__struct_out(cfg_out, &m->cfg, sizeof m->cfg, INDUCT__MODEL_CONFIG_MIN,
                               "induct_model_config");
 }

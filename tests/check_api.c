@@ -271,6 +271,33 @@ START_TEST(test_config_init_sizes) {
     ck_assert_uint_eq(u.mc.size, MODEL_CONFIG_0_1);
     ck_assert_uint_eq(u.mc.d_model, 64);
     ck_assert_uint_eq(u.b[MODEL_CONFIG_0_1], 0xab);
+    /* such a caller creates a model (shortformer_layers is then 0) and reads its config
+     * back into the same 88 bytes */
+    u.mc.d_model = 8;
+    u.mc.n_heads = 2;
+    u.mc.n_ctx = 8;
+    u.mc.d_vocab = 11;
+    induct_model *m88 = NULL;
+    ck_ok(induct_model_new(&m88, &u.mc));
+    induct_model_config full;
+    full.size = sizeof full;
+    ck_ok(induct_model_get_config(m88, &full));
+    ck_assert_uint_eq(full.shortformer_layers, 0);
+    ck_assert_uint_eq(full.d_model, 8);
+    memset(u.b, 0xab, sizeof u.b);
+    u.mc.size = MODEL_CONFIG_0_1;
+    ck_ok(induct_model_get_config(m88, &u.mc));
+    ck_assert_uint_eq(u.mc.d_head, 4);
+    ck_assert_uint_eq(u.b[MODEL_CONFIG_0_1], 0xab);
+    induct_model_free(m88);
+    /* shortformer_layers = n_layers is every layer: stored as 0 */
+    tu_tiny_config(&full);
+    full.positional = INDUCT_POS_SHORTFORMER;
+    full.shortformer_layers = full.n_layers;
+    ck_ok(induct_model_new(&m88, &full));
+    ck_ok(induct_model_get_config(m88, &full));
+    ck_assert_uint_eq(full.shortformer_layers, 0);
+    induct_model_free(m88);
     ck_ok(induct_rrt_config_init(&u.rc, sizeof u.rc));
     const induct_rrt_config *r = &u.rc;
     ck_assert_uint_eq(r->size, sizeof *r);

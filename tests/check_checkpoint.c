@@ -631,8 +631,9 @@ static void mut_shortformer_layers_3(cJSON *root) {
 /* shortformer_layers: stated (and format version 2) only when set, checked on load */
 START_TEST(test_shortformer_layers_meta) {
     setup_dir();
-    induct_model *m = make(&VARIANTS[TU_N_VARIANTS - 1], 5);
-    ck_assert_str_eq(VARIANTS[TU_N_VARIANTS - 1].name, "shortformer-layer0");
+    induct_model *o2;
+    induct_model *m = make(&VARIANTS[TU_N_VARIANTS - 2], 5);
+    ck_assert_str_eq(VARIANTS[TU_N_VARIANTS - 2].name, "shortformer-layer0");
     ck_ok(induct_model_save(m, path_a));
     blob b = slurp(path_a);
     cJSON *root = header_of(&b), *meta = cJSON_GetObjectItem(root, "__metadata__");
@@ -667,6 +668,24 @@ START_TEST(test_shortformer_layers_meta) {
     c.shortformer_layers = 1;
     ck_ok(induct_model_load_config(&l, path_a, &c));
     induct_model_free(l);
+    /* a caller compiled against the 0.1.0 header (an 88-byte config) cannot hold the
+     * field: get_config refuses rather than hand back a config of another model */
+    induct_model_config old;
+    memset(&old, 0xcd, sizeof old);
+    old.size = 88;
+    ck_assert_int_eq(induct_model_get_config(m, &old), INDUCT_EABI);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "shortformer_layers"));
+    /* the same caller loads an ordinary file with its own config */
+    ck_ok(induct_model_get_config(o2 = make(&VARIANTS[3], 5), &c));
+    ck_ok(induct_model_save(o2, path_b));
+    memcpy(&old, &c, 88);
+    old.size = 88;
+    memset((char *)&old + 88, 0xcd, sizeof old - 88); /* not the caller's: never read */
+    ck_ok(induct_model_load_config(&l, path_b, &old));
+    ck_ok(induct_model_get_config(l, &old));
+    ck_assert_uint_eq(((unsigned char *)&old)[88], 0xcd); /* nothing past its size */
+    induct_model_free(l);
+    induct_model_free(o2);
     induct_model_free(m);
     teardown_dir();
 }

@@ -11,7 +11,7 @@
  *
  * Uses only the public API. Usage: parity_dump VARIANT OUT.safetensors
  * Variants: attention-only mlp layernorm shortformer none smeared-keys everything
- * shortformer-layer0.
+ * shortformer-layer0 shortformer-layer0-no-ln.
  * Exit status 0 on success, 1 on a library or I/O error, 2 on bad usage. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -41,6 +41,7 @@ static const variant VARIANTS[] = {
     {"everything", 16, 1, INDUCT_POS_SHORTFORMER, 1, 0},
     /* W_pos in layer 0's query/key input only */
     {"shortformer-layer0", 0, 1, INDUCT_POS_SHORTFORMER, 0, 1},
+    {"shortformer-layer0-no-ln", 0, 0, INDUCT_POS_SHORTFORMER, 0, 1},
 };
 
 /* splitmix64 + Box-Muller: deterministic, independent of the library's RNG */

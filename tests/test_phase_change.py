@@ -260,7 +260,7 @@ def test_outputs_complete_and_finite(runs):
     assert "## Checks" in r.stdout and d in r.stdout and "plot_phase_change.py" in r.stdout
 
 
-def phase_window(steps, icl, smooth, lo=0.1, hi=0.9, min_change=0.05):
+def phase_window(steps, icl, smooth, lo, hi, min_change):
     """The window rule again, from its documentation (include/induct/induct.h,
     induct_analysis_phase_window): centred moving average truncated at the ends, the
     fraction of the final change, first crossings of lo and then hi (interpolated)."""
@@ -304,7 +304,8 @@ def window_rule_numbers(s, name, recs):
     assert len(we["icl"]) == len(we["icl_se"]) == len(mine)
     assert all(e > 0 for e in we["icl_se"][1:])
     assert w["series"].startswith("window evaluation")
-    ref = phase_window(we["steps"], we["icl"], s["config"]["evaluation"]["smooth"])
+    ref = phase_window(we["steps"], we["icl"], w["smooth"], w["lo_frac"], w["hi_frac"],
+                       w["min_change"])
     assert (ref is not None) == w["found"]
     if ref:
         assert w["start_step"] == pytest.approx(ref[0]) and w["end_step"] == pytest.approx(ref[1])
@@ -436,6 +437,25 @@ def test_d_head(corpus, tmp_path):
     assert bad.returncode == 2 and "--d-head" in bad.stderr
 
 
+def test_window_from_the_per_step_curve(corpus, tmp_path):
+    """--window-windows 0: no window evaluation; the rule reads the per-step curve's band
+    estimate (the earlier behaviour), and says so."""
+    d = str(tmp_path / "ww0")
+    r = run(["--text", corpus, "--out", d, "--models", "2L"] + TINY + ["--window-windows", "0"])
+    assert r.returncode == 0, r.stderr
+    s = json.load(open(os.path.join(d, "summary.json")))
+    m = s["models"]["2L"]
+    assert "window_evaluation" not in m and m["window"]["series"].startswith("per-step")
+    recs = [json.loads(l) for l in open(os.path.join(d, "2L", "metrics.jsonl"))]
+    curve = [band(x["loss_by_position"]) for x in recs]
+    w = m["window"]
+    ref = phase_window([x["step"] for x in recs], curve, w["smooth"], w["lo_frac"],
+                       w["hi_frac"], w["min_change"])
+    assert (ref is not None) == w["found"]
+    if ref:
+        assert w["start_step"] == pytest.approx(ref[0], rel=1e-6)
+
+
 def test_sinusoidal_positions_and_short_context(corpus, tmp_path):
     d = str(tmp_path / "sin")
     r = run(["--text", corpus, "--out", d, "--models", "1L", "--pos-init", "sinusoidal",
@@ -533,6 +553,8 @@ def test_steps_1l(corpus, tmp_path):
     (["--repeat-len", "9,8"], "above MAX"),
     (["--repeat-len", "0,8"], "--repeat-len must be in"),
     (["--repeat-fraction", "0.5", "--repeat-len", "300,400"], "does not fit twice"),
+    (["--window-windows", "1"], "--window-windows must be 0"),
+    (["--positional", "standard", "--shortformer-layers", "1"], "needs --positional shortformer"),
 ])
 def test_bad_input(corpus, tmp_path, args, needle):
     r = run(["--text", corpus, "--out", str(tmp_path / "x")] + args)

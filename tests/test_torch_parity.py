@@ -51,6 +51,7 @@ VARIANTS = [
     "smeared-keys",
     "everything",
     "shortformer-layer0",
+    "shortformer-layer0-no-ln",
 ]
 RTOL = 1e-4
 ATOL_REL = 1e-6

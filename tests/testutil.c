@@ -27,6 +27,7 @@ const tu_variant TU_VARIANTS[] = {
     {"smeared-keys", 0, 0, INDUCT_POS_STANDARD, 1, 0},
     {"everything", 12, 1, INDUCT_POS_SHORTFORMER, 1, 0},
     {"shortformer-layer0", 0, 1, INDUCT_POS_SHORTFORMER, 0, 1},
+    {"shortformer-layer0-no-ln", 0, 0, INDUCT_POS_SHORTFORMER, 0, 1},
 };
 const int TU_N_VARIANTS = (int)(sizeof TU_VARIANTS / sizeof TU_VARIANTS[0]);
 

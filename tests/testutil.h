@@ -25,7 +25,8 @@ induct_model *tu_variant_model(uint32_t d_mlp, uint32_t layer_norm, uint32_t pos
                                uint32_t smeared_keys, uint64_t seed);
 /* The architecture variants every whole-model suite runs over (gradients, round
  * trips): attention-only, mlp, layernorm, shortformer, none, smeared-keys,
- * everything (TU_EVERYTHING), shortformer-layer0 (W_pos in layer 0 only). */
+ * everything (TU_EVERYTHING), shortformer-layer0 (W_pos in layer 0 only), and the
+ * same without LayerNorm. */
 typedef struct tu_variant {
     const char *name;
     uint32_t d_mlp, layer_norm, positional, smeared, shortformer_layers;

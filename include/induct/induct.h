@@ -199,7 +199,8 @@ typedef struct induct_model induct_model;
 #define INDUCT_POS_STANDARD 0u
 /** Positional variant: `W_pos` added only to the query and key inputs of every
  *  layer (ICL paper, "Model Details": small models carry no positional
- *  information in the residual stream). @since 0.1 */
+ *  information in the residual stream), or of the first
+ *  `induct_model_config.shortformer_layers` layers. @since 0.1 */
 #define INDUCT_POS_SHORTFORMER 1u
 /** Positional variant: no positional parameters at all. @since 0.1 */
 #define INDUCT_POS_NONE 2u
@@ -248,8 +249,9 @@ typedef struct induct_model_config {
                                  With 1, only layer 0 can attend by position, so a 2-layer
                                  model's previous-token head forms in layer 0, where a
                                  layer-1 induction head can compose with it
-                                 (docs/phase-change.md). Must be 0 with the other
-                                 positional variants; ≤ n_layers. Default 0. */
+                                 (docs/phase-change.md, "Sweep"). Must be 0 with the other
+                                 positional variants; ≤ n_layers (n_layers is stored as
+                                 0: the same model). Default 0. */
     uint32_t reserved0;     /**< Must be 0. */
 } induct_model_config;
 
@@ -281,7 +283,8 @@ INDUCT_API int induct_model_config_init(induct_model_config *cfg, size_t size);
  * @return ::INDUCT_OK; ::INDUCT_EINVAL for a NULL argument, a zero size, `d_head = 0`
  *         with `n_heads` not dividing `d_model`, an unknown positional or init value,
  *         a flag other than 0/1, a non-finite or negative `init_std`, a non-finite
- *         `smear_alpha_init`, more than 1024 threads;
+ *         `smear_alpha_init`, more than 1024 threads, `shortformer_layers` ≠ 0 without
+ *         shortformer positions or above `n_layers`, `reserved0` ≠ 0;
  *         ::INDUCT_EABI for a bad `size` or non-zero unknown tail;
  *         ::INDUCT_ELIMIT if `n_heads·d_head` exceeds 2^30, the parameter count
  *         overflows `size_t` or exceeds 2^31 floats, the bookkeeping tables exceed
@@ -313,8 +316,11 @@ INDUCT_API int induct_model_clone(induct_model **out, const induct_model *model)
  * `n_threads` ≥ 1 and as last set by induct_model_set_threads()).
  * @param model The model.
  * @param[in,out] cfg_out Struct whose `size` field the caller sets; fields past the
- *                library's struct are zeroed. Untouched on failure.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (bad `size`).
+ *                library's struct are zeroed. Untouched on failure. The 0.1.0 struct
+ *                (88 bytes, before `shortformer_layers`) is accepted for a model that
+ *                does not use that field.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (bad `size`, or a struct
+ *         too old to hold a `shortformer_layers` the model uses).
  * @since 0.1
  */
 INDUCT_API int induct_model_get_config(const induct_model *model, induct_model_config *cfg_out);

@@ -136,7 +136,7 @@ static void checkpoints(void) {
              "\"embed.W_E\":{\"dtype\":\"F16\",\"shape\":[2,2],\"data_offsets\":[0,8]}}",
              d, 8);
     write_st("bad-metadata.safetensors",
-             "{\"__metadata__\":{\"n_layers\":\"99999999999\",\"format_version\":\"2\","
+             "{\"__metadata__\":{\"n_layers\":\"99999999999\",\"format_version\":\"3\","
              "\"n_heads\":7},\"x\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}",
              NULL, 0);
     write_st("bad-dims.safetensors",
