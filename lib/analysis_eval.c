@@ -89,7 +89,9 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
     induct__bytes_add(&tmp, c.seq_len, sizeof(double));
     induct__bytes_add(&tmp, c.n_seq, sizeof(uint32_t) + sizeof(float));
     INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
-    INDUCT_TRY(induct__model_check_workspace(m, c.chunk, c.seq_len, tmp.n));
+    /* the one chunking rule of every evaluation, with the caller's chunk as its bound */
+    uint32_t chunk = induct__forward_chunk_rows(m, c.n_seq, c.seq_len, c.chunk);
+    INDUCT_TRY(induct__model_check_workspace(m, chunk, c.seq_len, tmp.n));
     int32_t *tok = malloc(n * sizeof *tok);
     INDUCT_FAIL_IF(!tok, INDUCT_ENOMEM, "%s: out of memory for %zu tokens", fn, n);
     int rc = induct_dataset_batch(d, c.split, c.batch_index, c.n_seq, c.seq_len, tok, n, NULL, 0);
@@ -104,7 +106,7 @@ int induct__eval_open(induct__eval *ev, induct_model *m, const induct_dataset *d
     ev->tok = tok;
     ev->n_seq = c.n_seq;
     ev->T = c.seq_len;
-    ev->chunk = c.chunk;
+    ev->chunk = chunk;
     ev->e = c.early - 1;
     ev->t = c.late - 1;
     ev->pos_seed = c.pos_seed;

@@ -39,7 +39,7 @@ static int kv_eval_make(induct_model *m, const induct_dataset *d, uint32_t n_seq
     induct__bytes_add(&tmp, n, sizeof(int32_t));
     induct__bytes_add(&tmp, ni, sizeof(int32_t));
     INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
-    INDUCT_TRY(induct__model_check_workspace(m, induct__forward_chunk_rows(m, n_seq, T), T,
+    INDUCT_TRY(induct__model_check_workspace(m, induct__forward_chunk_rows(m, n_seq, T, 0), T,
                                              tmp.n));
     e->tok = malloc(n * sizeof *e->tok);
     e->info = malloc(ni * sizeof *e->info);

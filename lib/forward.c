@@ -993,15 +993,19 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
 
 /* ---- public passes ------------------------------------------------------------- */
 
-/* Sequences per chunk of a forward-only evaluation: about 4096 tokens, so that the
- * activations (above all the [B, H, T, T] patterns) stay in the caches; at least the
- * batch of the current workspace for this T, which is already allocated and warm. */
-uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T) {
+/* Sequences per chunk of a forward-only evaluation — the one chunking rule of every
+ * evaluation over a set (induct__forward_chunks, the analysis suite's evaluation set,
+ * the training driver): about 4096 tokens, so that the activations (above all the
+ * [B, H, T, T] patterns) stay in the caches; at least the batch of the current workspace
+ * for this T, which is already allocated and warm; at most `cap` sequences when cap > 0
+ * (a caller's memory bound), rounded down to the unit that keeps the bits. */
+uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T, uint32_t cap) {
 #ifndef _OPENMP
     /* without OpenMP, OpenBLAS (its OpenMP build) threads each call itself and splits
-     * rows by the call's size: chunks would change the bits */
+     * rows by the call's size: chunks would change the bits, so none unless capped */
     (void)m;
     (void)T;
+    if (cap && cap < B) return cap;
     return B ? B : 1;
 #endif
     /* chunks of 48-row multiples (a multiple of induct__gemm's row blocks, kernels.c),
@@ -1017,14 +1021,17 @@ uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t 
     if (m->ws && m->ws_T == T && m->ws_B > c) c = m->ws_B;
     c -= c % g;
     if (c < g) c = g;
+    /* the caller's bound: a multiple of g keeps the bits; below g, float rounding may
+     * differ from one pass */
+    if (cap && cap < c) c = cap >= g ? cap - cap % g : cap;
     /* the same layer-0 path as one pass, or no chunks */
-    if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = B;
+    if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = cap && cap < B ? c : B;
     return c < B ? c : (B ? B : 1);
 }
 
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum) {
-    uint32_t chunk = induct__forward_chunk_rows(m, B, T);
+    uint32_t chunk = induct__forward_chunk_rows(m, B, T, 0);
     double sum = 0.0;
     for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
         uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
@@ -1093,7 +1100,7 @@ INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint
     /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched on
      * failure; the same bits and mean as one pass */
     float *staged = NULL;
-    if (losses_out && B > induct__forward_chunk_rows(m, B, T)) {
+    if (losses_out && B > induct__forward_chunk_rows(m, B, T, 0)) {
         staged = malloc(n_losses * sizeof *staged);
         INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
     }

@@ -303,8 +303,9 @@ typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32
 void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
-/* Sequences per chunk of induct__forward_chunks for (B, T) (for memory checks). */
-uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T);
+/* Sequences per chunk of every evaluation over a set of B sequences of T tokens: the
+ * one rule (induct__forward_chunks uses it with cap 0), at most cap sequences if cap > 0. */
+uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T, uint32_t cap);
 const induct__tensor *induct__model_find(const induct_model *m, const char *name);
 void induct__model_ref(induct_model *m);
 /* resource limits, model.c: can the model hold `add` more bytes (after giving

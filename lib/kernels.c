@@ -317,13 +317,27 @@ void induct__layernorm_forward(float *out, float *mean, float *rstd, const float
 void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
                                 const float *inp, const float *mean, const float *rstd,
                                 const float *w, size_t N, size_t D, int nt) {
+    induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w, NULL, NULL, N, D,
+                                      nt);
+}
+
+/* With mask (a hook wrote hook_normalized): written elements are constants, so no
+ * gradient reaches the normalisation through them, and the gain trains on what the hook
+ * left (xhat). Without (NULL, NULL): the plain backward, the same operations in the
+ * same order (the compiler unswitches the invariant tests). */
+void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
+                                       const float *inp, const float *mean, const float *rstd,
+                                       const float *w, const float *xhat, const uint8_t *mask,
+                                       size_t N, size_t D, int nt) {
     PFOR
     for (idx n = 0; n < (idx)N; n++) {
         const float *x = inp + (size_t)n * D;
         const float *g = dout + (size_t)n * D;
+        const uint8_t *mk = mask ? mask + (size_t)n * D : NULL;
         float m = mean[n], r = rstd[n];
         double s1 = 0.0, s2 = 0.0;
         for (size_t i = 0; i < D; i++) {
+            if (mk && mk[i]) continue;
             double xh = (x[i] - m) * r;
             double gw = (double)g[i] * w[i];
             s1 += gw;
@@ -334,7 +348,7 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
         float *di = dinp + (size_t)n * D;
         for (size_t i = 0; i < D; i++) {
             double xh = (x[i] - m) * r;
-            double gw = (double)g[i] * w[i];
+            double gw = mk && mk[i] ? 0.0 : (double)g[i] * w[i];
             di[i] += (float)((gw - s1 - xh * s2) * r);
         }
     }
@@ -344,48 +358,9 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
         double sw = 0.0, sb = 0.0;
         for (size_t n = 0; n < N; n++) {
             float g = dout[n * D + (size_t)i];
-            float xh = (inp[n * D + (size_t)i] - mean[n]) * rstd[n];
+            float xh = xhat ? xhat[n * D + (size_t)i]
+                            : (inp[n * D + (size_t)i] - mean[n]) * rstd[n];
             sw += (double)g * xh;
-            sb += g;
-        }
-        dw[i] += (float)sw;
-        db[i] += (float)sb;
-    }
-}
-
-void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
-                                       const float *inp, const float *mean, const float *rstd,
-                                       const float *w, const float *xhat, const uint8_t *mask,
-                                       size_t N, size_t D, int nt) {
-    PFOR
-    for (idx n = 0; n < (idx)N; n++) {
-        const float *x = inp + (size_t)n * D;
-        const float *g = dout + (size_t)n * D;
-        const uint8_t *mk = mask + (size_t)n * D;
-        float m = mean[n], r = rstd[n];
-        double s1 = 0.0, s2 = 0.0;
-        for (size_t i = 0; i < D; i++) {
-            if (mk[i]) continue; /* a constant: no gradient into the normalisation */
-            double xh = (x[i] - m) * r;
-            double gw = (double)g[i] * w[i];
-            s1 += gw;
-            s2 += gw * xh;
-        }
-        s1 /= (double)D;
-        s2 /= (double)D;
-        float *di = dinp + (size_t)n * D;
-        for (size_t i = 0; i < D; i++) {
-            double xh = (x[i] - m) * r;
-            double gw = mk[i] ? 0.0 : (double)g[i] * w[i];
-            di[i] += (float)((gw - s1 - xh * s2) * r);
-        }
-    }
-    PFOR
-    for (idx i = 0; i < (idx)D; i++) {
-        double sw = 0.0, sb = 0.0;
-        for (size_t n = 0; n < N; n++) {
-            float g = dout[n * D + (size_t)i];
-            sw += (double)g * xhat[n * D + (size_t)i];
             sb += g;
         }
         dw[i] += (float)sw;

@@ -658,21 +658,30 @@ START_TEST(test_one_eval_pass) {
     for (int i = 0; i < 4; i++)
         ck_exact((float)cJSON_GetArrayItem(cJSON_GetArrayItem(h, i / 2), i % 2)->valuedouble,
                  pt[i]);
-    /* icl_score and loss_by_position: the analysis suite with the same chunks (6), and
-     * with one chunk of 13 to float rounding */
+    /* icl_score and loss_by_position: the analysis suite, whose evaluation set runs in
+     * the chunks of the same one rule (g = 3 sequences at seq_len 512): every chunk bound
+     * >= 3 gives the training pass's bits; chunk 1 (below g) float rounding only */
     induct_eval_config ec;
     induct_eval_config_init(&ec, sizeof ec);
     ec.n_seq = 13;
     ec.seq_len = 512;
     static float lbp[511], lbp1[511], vec[13], vec1[13];
-    for (int k = 0; k < 2; k++) {
-        ec.chunk = k ? 13 : 6;
+    static const uint32_t bounds[] = {6, 13, 3, 4, 100, 1};
+    for (int k = 0; k < 6; k++) {
+        int exact = bounds[k] >= 3;
+        ec.chunk = bounds[k];
         double icl;
         ck_ok(induct_analysis_icl_score(m, d, &ec, &icl));
         ck_ok(induct_analysis_loss_by_position(m, d, &ec, k ? lbp1 : lbp, 511, &len));
         ck_ok(induct_analysis_loss_vectors(m, d, &ec, k ? vec1 : vec, 13, NULL, 0));
-        if (k == 0) ck_exact(num(r[1], "icl_score"), icl);
+        if (exact) ck_exact(num(r[1], "icl_score"), icl);
         else ck_assert_double_eq_tol(num(r[1], "icl_score"), icl, 1e-5);
+        for (int p = 0; k && p < 511; p++)
+            if (exact) ck_exact(lbp1[p], lbp[p]);
+            else ck_assert_float_eq_tol(lbp1[p], lbp[p], 1e-5f);
+        for (int i = 0; k && i < 13; i++)
+            if (exact) ck_exact(vec1[i], vec[i]);
+            else ck_assert_float_eq_tol(vec1[i], vec[i], 1e-5f);
     }
     /* loss_vectors: induct_analysis_loss_vectors (pos_seed 0) */
     const cJSON *lv = cJSON_GetObjectItem(r[1], "loss_vectors");

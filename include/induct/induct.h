@@ -1545,8 +1545,8 @@ INDUCT_API int induct_train(induct_optimizer *opt, const induct_dataset *dataset
  * The evaluation set is batch number `batch_index` of the dataset's `split`, drawn
  * with batch size `n_seq` and sequence length `seq_len` (so it is the same for
  * every model and snapshot given the same dataset and config). It is run through
- * the model `chunk` sequences at a time (this changes only memory use and speed,
- * not the results). Size-prefixed: set `size = sizeof(induct_eval_config)`
+ * the model in chunks of at most `chunk` sequences (this changes only memory use and
+ * speed: the same bits for every `chunk` of at least 48 / gcd(seq_len, 48) sequences). Size-prefixed: set `size = sizeof(induct_eval_config)`
  * (induct_eval_config_init() does). Fields are only ever appended: the analyses also
  * accept the 48-byte struct of callers compiled before `positions` existed (every
  * position).
@@ -1556,7 +1556,15 @@ typedef struct induct_eval_config {
     size_t size;          /**< `sizeof(induct_eval_config)` as the caller compiled it. */
     uint32_t n_seq;       /**< Sequences in the evaluation set, ≥ 1. Default 8. */
     uint32_t seq_len;     /**< Tokens per sequence; 0 means the model's n_ctx. Default 0. */
-    uint32_t chunk;       /**< Sequences per forward pass, ≥ 1 (clamped to n_seq). Default 4. */
+    uint32_t chunk;       /**< At most this many sequences per forward pass, ≥ 1 (a memory
+                               bound). The set runs in the chunks of the library's one
+                               evaluation rule (about 4096 tokens, a multiple of g = 48 /
+                               gcd(seq_len, 48) sequences, so that every row keeps its place
+                               in the matrix-product tiles), cut to this bound and rounded
+                               down to a multiple of g: every `chunk` ≥ g gives the same
+                               bits as one pass (g = 3 at seq_len 512); a smaller one, or
+                               any in a build without OpenMP, may differ by float rounding.
+                               Default 4. */
     uint32_t early;       /**< The "k-th token" of the early loss: L[early − 1], ≥ 1.
                                Default 50. */
     uint32_t late;        /**< The "k-th token" of the late loss: L[late − 1], > early.
