@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -743,6 +744,15 @@ typedef struct interrupter {
     atomic_int stop;
 } interrupter;
 
+/* Monotonic seconds. The interrupting thread must land inside a call, which on a loaded
+ * machine (tests run in parallel) may take many calls: the loops below try for up to a
+ * minute rather than a fixed number of calls. */
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void *interrupt_loop(void *arg) {
     interrupter *it = arg;
     while (!atomic_load(&it->stop)) induct_model_interrupt(it->m);
@@ -764,7 +774,7 @@ START_TEST(test_errors_analysis_interrupted) {
     float out[4];
     size_t len;
     int interrupted[2] = {0, 0};
-    for (int i = 0; i < 200 && !(interrupted[0] && interrupted[1]); i++)
+    for (double t0 = now_s(); !(interrupted[0] && interrupted[1]) && now_s() - t0 < 60.0;)
         for (int k = 0; k < 2; k++) {
             induct_error_clear();
             int rc = k ? induct_analysis_induction_score(m, d, 32, 64, out, 4, &len)
@@ -924,7 +934,7 @@ START_TEST(test_errors_chunked_interrupted) {
     ec.early = 2;
     ec.late = 20;
     int interrupted[2] = {0, 0};
-    for (int i = 0; i < 200 && !(interrupted[0] && interrupted[1]); i++) {
+    for (double t0 = now_s(); !(interrupted[0] && interrupted[1]) && now_s() - t0 < 60.0;) {
         double v;
         int rc = induct_analysis_icl_score(m, d, &ec, &v);
         ck_assert_msg(rc == INDUCT_OK || rc == INDUCT_EINTERRUPTED, "%s", induct_status_name(rc));
