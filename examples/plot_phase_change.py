@@ -136,13 +136,13 @@ def main():
     win = ev.get("window") or {}
     if any(models[n].get("window_evaluation") for n in order):
         what = (f"solid: {win.get('windows')} windows at every evaluation (the window rule's "
-                f"series, ± 1 s.e.), dotted: the {ev.get('eval_batch')}-window per-step curve")
+                f"series, ± 1 s.e.)\ndotted: the {ev.get('eval_batch')}-window per-step curve")
     else:
         what = "solid: the per-step curve, dotted: single tokens"
     ax_icl.set_title(f"ICL score = loss of token {ev['icl_late_token']} − token "
                      f"{ev['icl_early_token']}, each averaged over ±{ev.get('icl_band', 0)} "
                      f"tokens\n{what}; squares: final score of the large evaluation ± 3 s.e.",
-                     fontsize="small")
+                     fontsize="x-small")
     ax_pm.axhline(rules["pm_high"], color="0.3", ls="--", lw=1, label=f"{rules['pm_high']}")
     chance = summary["config"]["evaluation"].get("prefix_matching_chance")
     if chance is not None:
