@@ -108,6 +108,9 @@ typedef struct options {
     int estimate;            /* --no-estimate turns the up-front timing off */
 } options;
 
+/* The width of each head: --d-head, or d_model / heads without it. */
+static uint32_t head_width(const options *o) { return o->d_head ? o->d_head : o->d_model / o->heads; }
+
 static const options DEFAULTS = {
     .text = NULL, .suffix = NULL, .tokens = NULL, .format = INDUCT_TOKFILE_U16, .d_vocab = 0,
     .eval_windows = 1024, .data_seed = 0, .val_fraction = 0.1, .block_tokens = 65536, .bos = 0,
@@ -1984,7 +1987,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
     MD("# Phase change on %s\n\n", o->text ? o->text : o->tokens);
     MD("d_model %u, %u heads of d_head %u, seq_len %u, batch %u, lr %g, warm-up %llu, %llu "
        "steps (%.3g M tokens per model), evaluation every %llu steps on %u sequences.\n\n",
-       o->d_model, o->heads, o->d_head ? o->d_head : o->d_model / o->heads, sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
+       o->d_model, o->heads, head_width(o), sh->T, o->batch, o->lr, (unsigned long long)o->warmup,
        (unsigned long long)o->steps, (double)o->steps * o->batch * sh->T / 1e6,
        (unsigned long long)o->eval_every, sh->E);
     if (o->steps_1l != o->steps)
@@ -2356,7 +2359,7 @@ int main(int argc, char **argv) {
            (unsigned long long)n_windows, sh.T);
     printf("models: %s — attention-only, d_model %u, %u heads of d_head %u, n_ctx %u, LN %s, "
            "positions %s%s (%s init), init %s, seed %llu\n", o.models, o.d_model, o.heads,
-           o.d_head ? o.d_head : o.d_model / o.heads, sh.T,
+           head_width(&o), sh.T,
            o.ln ? "on" : "off",
            o.positional == INDUCT_POS_SHORTFORMER ? "shortformer"
            : o.positional == INDUCT_POS_STANDARD  ? "standard" : "none",
@@ -2527,7 +2530,7 @@ int main(int argc, char **argv) {
     cJSON_AddStringToObject(mcfg, "models", o.models);
     cJSON_AddNumberToObject(mcfg, "d_model", o.d_model);
     cJSON_AddNumberToObject(mcfg, "n_heads", o.heads);
-    cJSON_AddNumberToObject(mcfg, "d_head", o.d_head ? o.d_head : o.d_model / o.heads);
+    cJSON_AddNumberToObject(mcfg, "d_head", head_width(&o));
     cJSON_AddNumberToObject(mcfg, "d_mlp", 0);
     cJSON_AddNumberToObject(mcfg, "n_ctx", sh.T);
     cJSON_AddNumberToObject(mcfg, "layer_norm", o.ln);

@@ -774,19 +774,15 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 
 /* ---- backward through writing hooks ------------------------------------------------ */
 
-/* A LayerNorm's backward (see induct__layernorm_backward) at its hook_normalized
- * (point, l): the plain kernel unless a writing hook changed the normalised values. */
+/* A LayerNorm's backward (see induct__layernorm_backward_hooked) at its hook_normalized
+ * (point, l): the plain backward unless a writing hook changed the normalised values. */
 static void ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
                         float *dinp, float *dw, float *db, const float *dout, const float *inp,
                         const float *mean, const float *rstd, const float *w) {
-    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
-    int nt = induct__nt(m);
     const induct__mask *e = written(p, point, l);
-    if (e)
-        induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w, e->value,
-                                          e->mask, N, D, nt);
-    else
-        induct__layernorm_backward(dinp, dw, db, dout, inp, mean, rstd, w, N, D, nt);
+    induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w,
+                                      e ? e->value : NULL, e ? e->mask : NULL,
+                                      (size_t)p->B * p->T, m->cfg.d_model, induct__nt(m));
 }
 
 /* Floats of backward scratch for what writing hooks changed at the points the workspace
@@ -805,7 +801,7 @@ static size_t backward_scratch(const induct_model *m, const induct__pass *p) {
  * result_h + b_O and result_h = z_h W_O[h]: the gradients of b_O and W_O and dz
  * (overwritten) from dres = d resid_mid. Entries of hook_attn_out and hook_result that
  * a writing hook changed pass no gradient back (dres itself still flows on to
- * resid_pre). bs: backward_scratch floats when a hook changed either. */
+ * resid_pre). bs: backward_scratch floats when a hook changed either (else unused). */
 static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
                               const float *dres, float *dz, float *bs) {
     const induct_model_config *c = &m->cfg;
@@ -918,13 +914,7 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
         }
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
-        if (bs) {
-            attn_out_backward(m, p, li, dres, dz, bs);
-        } else {
-            induct__colsum(G(o->b_O), dres, N, D, D, nt);
-            induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dres, D, P(o->W_O), D, 0.0f, dz, HD);
-            induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dres, D, 1.0f, G(o->W_O), D);
-        }
+        attn_out_backward(m, p, li, dres, dz, bs);
         mask_grad(p, INDUCT__HP_Z, li, dz);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
         const induct__mask *pm = written(p, INDUCT__HP_PATTERN, li);
