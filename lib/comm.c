@@ -66,7 +66,9 @@ typedef struct tree {
     float *buf;                /* one gradient per level: level l at buf + l * n */
 } tree;
 
-/* Shard s's gradient into m->grads, its loss sum into *loss. */
+/* Shard s's gradient into m->grads, its loss sum into *loss. The caller's hooks run in
+ * its forward pass on its rows only, and its backward follows the record of what they
+ * wrote in this pass (freed before the next shard). */
 static int shard(const tree *t, uint32_t s, double *loss) {
     induct_model *m = t->o->model;
     induct__pass p = *t->whole;
@@ -74,6 +76,7 @@ static int shard(const tree *t, uint32_t s, double *loss) {
     p.B = t->rows;
     p.scale_rows = t->whole->B;
     p.loss_sum = loss;
+    p.row0 = s * t->rows;
     induct__masks masks = {0, 0, NULL};
     p.masks = &masks;
     int rc = induct__forward(m, &p, NULL);

@@ -589,12 +589,12 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
     /* every point supports writing hooks with gradients, given the record of what they
-     * changed (passes with gradient shards keep none: their callers refuse hooks) */
+     * changed (every pass with gradients and hooks keeps one: a gradient shard its own) */
     for (int s = 0; s < 2; s++)
         for (size_t i = 0; i < p->n_hooks[s]; i++)
             INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes && !p->masks, INDUCT_ENOTSUP,
                            "writing hooks in a pass with gradients need a record of what "
-                           "they change (not kept with gradient shards)");
+                           "they change (internal: none was given)");
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);

@@ -178,17 +178,37 @@ struct induct__call_hook {
     size_t numel;
 };
 
+/* The pass p may cover part of the caller's batch (a gradient shard: sequences p->row0
+ * ... p->row0 + p->B - 1 of c->shape[0]): the callback sees shape[0] = p->B, a cache
+ * copy goes to those sequences' place. */
 static int call_trampoline(void *user, induct_model *m, const induct__pass *p, uint32_t point,
                            uint32_t l, float *x) {
     const struct induct__call_hook *c = user;
-    (void)m, (void)p, (void)point, (void)l;
+    (void)point, (void)l;
+    size_t per_seq = c->numel / c->shape[0]; /* every point's first dimension is the batch */
     if (c->dst) {
-        memcpy(c->dst, x, c->numel * sizeof *x);
+        memcpy(c->dst + (size_t)p->row0 * per_seq, x, (size_t)p->B * per_seq * sizeof *x);
         return INDUCT_OK;
     }
-    int r = c->fn(c->user, c->name, x, c->shape, c->ndim);
+    uint32_t shape[4];
+    memcpy(shape, c->shape, sizeof shape);
+    shape[0] = p->B;
+    m->hook_first = p->row0;
+    m->hook_batch = p->scale_rows ? p->scale_rows : p->B;
+    int r = c->fn(c->user, c->name, x, shape, c->ndim);
+    m->hook_first = m->hook_batch = 0;
     INDUCT_FAIL_IF(r != 0, INDUCT_EINTERRUPTED, "hook on '%s' returned %d: pass stopped", c->name,
                    r);
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_model_hook_batch_index(const induct_model *m, uint32_t *first_out,
+                                             uint32_t *batch_out) {
+    const char *fn = "induct_model_hook_batch_index";
+    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
+    INDUCT_FAIL_IF(!m->hook_batch, INDUCT_ESTATE, "%s: no hook of this model is running", fn);
+    if (first_out) *first_out = m->hook_first;
+    if (batch_out) *batch_out = m->hook_batch;
     return INDUCT_OK;
 }
 

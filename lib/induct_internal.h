@@ -205,6 +205,10 @@ typedef struct induct__pass {
      * sum of the scored losses (nats, double) at *loss_sum when it is not NULL. */
     uint32_t scale_rows;
     double *loss_sum;
+    /* Gradient shards: the index of this pass's first sequence in the step's whole batch
+     * (of scale_rows sequences; 0 for a pass over a whole batch). Caller hooks report it
+     * through induct_model_hook_batch_index(). */
+    uint32_t row0;
 } induct__pass;
 /* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
  * does not exist in this model (hooks.c). */
@@ -270,6 +274,9 @@ struct induct_model {
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w, g_wt;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
+    /* during a caller hook's callback (hooks.c): its activation's first sequence in the
+     * whole batch and that batch's size; hook_batch 0 outside a callback */
+    uint32_t hook_first, hook_batch;
     /* resource limits: bytes held for this model (parameters, gradients, tables,
      * workspace, staging, optimizer moments), capped by cfg.max_bytes */
     _Atomic uint64_t mem_held;
@@ -282,7 +289,7 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
-    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL};
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL, 0};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),

@@ -4,14 +4,12 @@
 #include "induct_internal.h"
 
 /* One step on the pass p (grad set; the masks of its writing hooks kept here). With
- * gradient shards or a communicator the gradient is the shard tree's (comm.c). */
+ * gradient shards or a communicator the gradient is the shard tree's (comm.c): each
+ * shard's pass runs the hooks on its rows and keeps its own masks. */
 static int train_pass(induct_optimizer *o, induct__pass *p, double *loss_out) {
     induct_model *m = o->model;
     double loss;
     if (o->grad_shards > 1.0 || o->has_comm) {
-        INDUCT_FAIL_IF(p->n_hooks[1], INDUCT_ENOTSUP,
-                       "training step: caller hooks with INDUCT_OPT_GRAD_SHARDS > 1 or a "
-                       "communicator are not supported (hooks see the whole batch)");
         INDUCT_TRY(induct__shards_grad(o, p, &loss));
     } else {
         induct__masks masks = {0, 0, NULL};
@@ -33,6 +31,24 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *o, const int32_t *toke
     induct__pass p = induct__pass_of(tokens, B, T);
     p.grad = 1;
     return train_pass(o, &p, loss_out);
+}
+
+INDUCT_API int induct_train_step_tokens_with_hooks(induct_optimizer *o, const int32_t *tokens,
+                                                   uint32_t B, uint32_t T,
+                                                   const induct_hook *hooks, size_t n_hooks,
+                                                   double *loss_out) {
+    const char *fn = "induct_train_step_tokens_with_hooks";
+    INDUCT_FAIL_IF(!o, INDUCT_EINVAL, "%s: optimizer is NULL", fn);
+    INDUCT_TRY(induct__model_validate_tokens(o->model, tokens, B, T));
+    induct__call_hooks h;
+    INDUCT_TRY(induct__hooks_from_caller(&h, o->model, fn, hooks, n_hooks, B, T));
+    induct__pass p = induct__pass_of(tokens, B, T);
+    p.grad = 1;
+    p.hooks[1] = h.ih;
+    p.n_hooks[1] = h.n;
+    int rc = train_pass(o, &p, loss_out);
+    induct__hooks_free(&h);
+    return rc;
 }
 
 static int train_step(induct_optimizer *o, const induct_dataset *d, uint32_t B, uint32_t T,

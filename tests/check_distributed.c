@@ -154,6 +154,53 @@ START_TEST(test_one_shard_is_the_one_pass_step) {
 }
 END_TEST
 
+/* ---- caller hooks in sharded steps ------------------------------------------------- */
+
+/* Two writes that treat every sequence alone: layer 1 head 0's hook_z set, at every
+ * position of the batch's sequence g, to the constant 0.05 (g + 1) (g from
+ * induct_model_hook_batch_index(), so a wrong index changes the loss), and layer 0's
+ * ln1.hook_normalized clamped to [-1, 1] (which elements that changes depends on the
+ * sequence: each shard's record differs). The z hook records each call; its call
+ * number fail_at (1, 2, ...; 0: never) returns 5 instead. */
+typedef struct shard_hooks {
+    induct_model *m;
+    uint32_t fail_at, calls;
+    uint32_t rows[16], first[16], batch[16]; /* per call: shape[0] and the batch index */
+} shard_hooks;
+
+static int set_z(void *u, const char *name, float *z, const uint32_t *shape, uint32_t nd) {
+    shard_hooks *h = u;
+    (void)name;
+    ck_assert_uint_eq(nd, 4);
+    uint32_t c = h->calls++, first, batch;
+    ck_ok(induct_model_hook_batch_index(h->m, &first, &batch));
+    if (c < 16) h->rows[c] = shape[0], h->first[c] = first, h->batch[c] = batch;
+    if (h->fail_at == c + 1) return 5;
+    size_t T = shape[1], H = shape[2], E = shape[3];
+    for (size_t b = 0; b < shape[0]; b++)
+        for (size_t p = 0; p < T; p++)
+            for (size_t e = 0; e < E; e++) z[((b * T + p) * H + 0) * E + e] = 0.05f * (first + b + 1);
+    return 0;
+}
+
+static int clamp_ln(void *u, const char *name, float *x, const uint32_t *shape, uint32_t nd) {
+    (void)u, (void)name;
+    size_t n = (size_t)shape[0] * shape[1] * shape[2];
+    ck_assert_uint_eq(nd, 3);
+    for (size_t i = 0; i < n; i++) x[i] = fminf(fmaxf(x[i], -1.0f), 1.0f);
+    return 0;
+}
+
+/* The hooks above for model m, the calls counted in *h (zeroed, fail_at kept). */
+static void shard_hook_list(induct_hook out[2], shard_hooks *h, induct_model *m) {
+    uint32_t fail_at = h->fail_at;
+    memset(h, 0, sizeof *h);
+    h->m = m;
+    h->fail_at = fail_at;
+    out[0] = (induct_hook){"blocks.0.ln1.hook_normalized", clamp_ln, NULL};
+    out[1] = (induct_hook){"blocks.1.attn.hook_z", set_z, h};
+}
+
 /* ---- thread ranks ------------------------------------------------------------------ */
 
 typedef struct rank_job {
@@ -166,6 +213,8 @@ typedef struct rank_job {
     size_t n;
     double loss[STEPS];
     double step_after;
+    shard_hooks *hk; /* NULL: induct_train_step, else with these hooks */
+    char err[256];   /* the library's message when rc is not INDUCT_OK */
 } rank_job;
 
 static void *rank_main(void *arg) {
@@ -178,8 +227,16 @@ static void *rank_main(void *arg) {
     induct_optimizer_set(o, INDUCT_OPT_GRAD_CLIP, 1.0);
     induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, j->shards);
     j->rc = induct_optimizer_set_comm(o, j->comm);
-    for (int s = 0; s < j->steps && j->rc == INDUCT_OK; s++)
-        j->rc = induct_train_step(o, j->d, j->B, T_, &j->loss[s]);
+    induct_hook h[2];
+    for (int s = 0; s < j->steps && j->rc == INDUCT_OK; s++) {
+        if (!j->hk) {
+            j->rc = induct_train_step(o, j->d, j->B, T_, &j->loss[s]);
+            continue;
+        }
+        shard_hook_list(h, j->hk, m);
+        j->rc = induct_train_step_with_hooks(o, j->d, j->B, T_, h, 2, &j->loss[s]);
+    }
+    if (j->rc != INDUCT_OK) snprintf(j->err, sizeof j->err, "%s", induct_last_error_message());
     j->w = all(m, INDUCT_BUF_PARAM, &j->n);
     induct_optimizer_get(o, INDUCT_OPT_STEP, &j->step_after);
     induct_optimizer_free(o);
@@ -187,13 +244,16 @@ static void *rank_main(void *arg) {
     return NULL;
 }
 
-/* P ranks as threads, each training its own copy; returns the jobs (caller frees w). */
+/* P ranks as threads, each training its own copy (with the hooks hk[r] if hk is not
+ * NULL); returns the jobs (caller frees w). */
 static void run_ranks(induct_comm_threads *g, const induct_comm *const *comms, uint32_t P,
-                      uint32_t S, uint32_t B, int steps, const induct_dataset *d, rank_job *jobs) {
+                      uint32_t S, uint32_t B, int steps, const induct_dataset *d, rank_job *jobs,
+                      shard_hooks *hk) {
     (void)g;
     pthread_t th[8];
     for (uint32_t r = 0; r < P; r++) {
-        jobs[r] = (rank_job){comms[r], d, S, B, steps, 0, NULL, 0, {0}, 0};
+        jobs[r] = (rank_job){comms[r], d, S, B, steps, 0, NULL, 0, {0}, 0, hk ? &hk[r] : NULL,
+                             ""};
         ck_assert_int_eq(pthread_create(&th[r], NULL, rank_main, &jobs[r]), 0);
     }
     for (uint32_t r = 0; r < P; r++) pthread_join(th[r], NULL);
@@ -217,7 +277,7 @@ static void check_ranks(uint32_t S, uint32_t B) {
         const induct_comm *comms[8];
         for (uint32_t r = 0; r < P; r++) comms[r] = induct_comm_threads_rank(g, r);
         rank_job jobs[8];
-        run_ranks(g, comms, P, S, B, STEPS, d, jobs);
+        run_ranks(g, comms, P, S, B, STEPS, d, jobs, NULL);
         for (uint32_t r = 0; r < P; r++) {
             ck_assert_msg(jobs[r].rc == INDUCT_OK, "S=%u P=%u rank %u: %s", S, P, r,
                           induct_status_name(jobs[r].rc));
@@ -343,24 +403,275 @@ START_TEST(test_refusals) {
 }
 END_TEST
 
-/* Caller hooks with shards: refused (ENOTSUP), nothing changed. */
-static int noop_hook(void *u, const char *name, float *x, const uint32_t *shape, uint32_t nd) {
-    (void)u, (void)name, (void)x, (void)shape, (void)nd;
-    return 0;
+/* The largest |a - b| of any tensor over that tensor's largest |b| (a whole-model
+ * gradient or weight array in tensor order, as all() gives). */
+static double worst_rel_diff(induct_model *m, const float *a, const float *b) {
+    size_t nt = induct_model_n_tensors(m), at = 0;
+    double worst = 0.0;
+    for (size_t i = 0; i < nt; i++) {
+        size_t k;
+        ck_ok(induct_model_tensor_info(m, i, NULL, NULL, NULL, &k));
+        double d = 0.0, scale = 0.0;
+        for (size_t j = at; j < at + k; j++) {
+            d = fmax(d, fabs((double)a[j] - b[j]));
+            scale = fmax(scale, fabs((double)b[j]));
+        }
+        worst = fmax(worst, scale > 0.0 ? d / scale : d > 0.0 ? INFINITY : 0.0);
+        at += k;
+    }
+    return worst;
 }
 
-START_TEST(test_hooks_refused_with_shards) {
-    induct_model *m = tiny();
-    induct_optimizer *o = adamw(m, 2);
-    induct_dataset *d = rrt();
-    induct_hook h = {"blocks.0.hook_resid_pre", noop_hook, NULL};
-    ck_assert_status(induct_train_step_with_hooks(o, d, 8, T_, &h, 1, NULL), INDUCT_ENOTSUP);
-    double v;
-    ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &v));
-    ck_assert(v == 0.0);
-    induct_dataset_free(d);
+/* Layer 1 head 0's entries of W_Q, W_K and W_V ([n_heads, d_model, d_head]) in the
+ * gradient buffer: all exactly 0? */
+static int head0_qkv_grad_zero(induct_model *m) {
+    const char *names[] = {"blocks.1.attn.W_Q", "blocks.1.attn.W_K", "blocks.1.attn.W_V"};
+    int zero = 1;
+    for (int i = 0; i < 3; i++) {
+        float g[2 * 8 * 4];
+        size_t len;
+        ck_ok(induct_model_get_tensor(m, names[i], INDUCT_BUF_GRAD, g, 64, &len));
+        ck_assert_uint_eq(len, 64);
+        for (size_t j = 0; j < len / 2; j++) zero &= g[j] == 0.0f;
+    }
+    return zero;
+}
+
+/* An SGD optimizer with lr 0 and S shards: a step leaves the weights and puts the
+ * gradient it used in the model's gradient buffer. */
+static induct_optimizer *sgd0(induct_model *m, uint32_t S) {
+    induct_optimizer *o;
+    ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_SGD));
+    ck_ok(induct_optimizer_set(o, INDUCT_OPT_LR, 0.0));
+    ck_ok(induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, S));
+    return o;
+}
+
+/* With S = 4 shards the hooks run once per shard, in shard order, on B/S sequences
+ * (the batch index says which), and the step's gradient is the one-pass gradient with
+ * the same hooks (induct_model_backward_with_hooks on the whole batch) up to the float
+ * rounding of another summation order: each entry is a sum over 128 tokens, taken in
+ * 4 partial sums added in a tree instead of in one GEMM, so the two differ by a few
+ * float32 ulps (2^-24 relative) of the partial sums. The tolerance, 1e-5 of the
+ * tensor's largest gradient, leaves room for cancellation between the tokens' terms
+ * while the hooks' effect (a gradient that differs at 1e-2 or more) stays far above it. */
+START_TEST(test_hooks_in_shards_are_the_one_pass_gradient) {
+    enum { S = 4 };
+    induct_model *m = tiny(), *ref;
+    ck_ok(induct_model_clone(&ref, m));
+    int32_t tok[B_ * T_];
+    tu_tokens(tok, B_ * T_, 11, 9);
+    shard_hooks h1 = {0}, hs = {0};
+    induct_hook one[2], hooks[2];
+    shard_hook_list(one, &h1, ref);
+    double l1, ls;
+    ck_ok(induct_model_backward_with_hooks(ref, tok, B_, T_, one, 2, &l1));
+    ck_assert_uint_eq(h1.calls, 1);
+    ck_assert(h1.rows[0] == B_ && h1.first[0] == 0 && h1.batch[0] == B_);
+    size_t n;
+    float *g1 = all(ref, INDUCT_BUF_GRAD, &n);
+    ck_ok(induct_model_backward(ref, tok, B_, T_, NULL));
+    float *g0 = all(ref, INDUCT_BUF_GRAD, &n); /* without the hooks */
+
+    float *w0 = all(m, INDUCT_BUF_PARAM, &n);
+    induct_optimizer *o = sgd0(m, S);
+    shard_hook_list(hooks, &hs, m);
+    ck_ok(induct_train_step_tokens_with_hooks(o, tok, B_, T_, hooks, 2, &ls));
+    ck_assert_uint_eq(hs.calls, S);
+    for (uint32_t s = 0; s < S; s++)
+        ck_assert_msg(hs.rows[s] == B_ / S && hs.first[s] == s * (B_ / S) && hs.batch[s] == B_,
+                      "call %u: shape[0] %u, first %u, batch %u", s, hs.rows[s], hs.first[s],
+                      hs.batch[s]);
+    float *gs = all(m, INDUCT_BUF_GRAD, &n), *w1 = all(m, INDUCT_BUF_PARAM, &n);
+    ck_assert(memcmp(w0, w1, n * sizeof *w0) == 0); /* lr 0 */
+    double d_hooked = worst_rel_diff(m, gs, g1), d_plain = worst_rel_diff(m, gs, g0);
+    printf("hooks in 4 shards vs one pass: worst gradient difference %.3g of the tensor's "
+           "largest (%.3g without the hooks)\n", d_hooked, d_plain);
+    ck_assert_msg(d_hooked <= 1e-5, "sharded vs one-pass gradient with hooks: %g", d_hooked);
+    ck_assert_msg(d_plain >= 1e-2, "the hooks hardly changed the gradient (%g)", d_plain);
+    ck_assert(head0_qkv_grad_zero(m)); /* its z was overwritten: no gradient into it */
+    ck_assert(head0_qkv_grad_zero(ref) == 0);
+    ck_assert_msg(fabs(ls - l1) <= 1e-6 * l1, "loss %.17g vs %.17g", ls, l1);
+    /* the batch index exists only inside a callback */
+    ck_assert_status(induct_model_hook_batch_index(m, NULL, NULL), INDUCT_ESTATE);
+    ck_assert_status(induct_model_hook_batch_index(NULL, NULL, NULL), INDUCT_EINVAL);
+    free(g1);
+    free(g0);
+    free(gs);
+    free(w0);
+    free(w1);
     induct_optimizer_free(o);
     induct_model_free(m);
+    induct_model_free(ref);
+}
+END_TEST
+
+/* Training with the hooks and S = 4 shards: the same weights and losses, bit for bit,
+ * with 1 and 2 threads in the model and over 1 and 2 thread ranks (each rank calls the
+ * hooks for its own shards only); other weights than without the hooks. */
+START_TEST(test_hooks_in_shards_bit_identical) {
+    enum { S = 4 };
+    induct_dataset *d = rrt();
+    float *w[3];
+    double loss[2][STEPS];
+    size_t n;
+    for (int v = 0; v < 3; v++) { /* 1 thread, 2 threads, 1 thread without the hooks */
+        induct_model *m = tiny();
+        ck_ok(induct_model_set_threads(m, v == 1 ? 2 : 1));
+        induct_optimizer *o = adamw(m, S);
+        shard_hooks hs = {0};
+        induct_hook h[2];
+        for (int s = 0; s < STEPS; s++) {
+            if (v == 2) {
+                ck_ok(induct_train_step(o, d, B_, T_, NULL));
+                continue;
+            }
+            shard_hook_list(h, &hs, m);
+            ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 2, &loss[v][s]));
+            ck_assert_uint_eq(hs.calls, S);
+        }
+        w[v] = all(m, INDUCT_BUF_PARAM, &n);
+        induct_optimizer_free(o);
+        induct_model_free(m);
+    }
+    ck_assert(memcmp(w[0], w[1], n * sizeof(float)) == 0);
+    ck_assert(memcmp(loss[0], loss[1], sizeof loss[0]) == 0);
+    ck_assert(memcmp(w[0], w[2], n * sizeof(float)) != 0);
+    for (uint32_t P = 1; P <= 2; P *= 2) {
+        induct_comm_threads *g;
+        ck_ok(induct_comm_threads_new(&g, P));
+        const induct_comm *comms[2];
+        for (uint32_t r = 0; r < P; r++) comms[r] = induct_comm_threads_rank(g, r);
+        rank_job jobs[2];
+        shard_hooks hk[2] = {{0}, {0}};
+        run_ranks(g, comms, P, S, B_, STEPS, d, jobs, hk);
+        for (uint32_t r = 0; r < P; r++) {
+            ck_assert_msg(jobs[r].rc == INDUCT_OK, "P=%u rank %u: %s", P, r, jobs[r].err);
+            ck_assert_msg(memcmp(jobs[r].w, w[0], n * sizeof(float)) == 0,
+                          "P=%u rank %u: other weights", P, r);
+            ck_assert(memcmp(jobs[r].loss, loss[0], sizeof loss[0]) == 0);
+            /* the last step: this rank's shards r S/P ... (r+1) S/P - 1, in order */
+            ck_assert_uint_eq(hk[r].calls, S / P);
+            for (uint32_t k = 0; k < S / P; k++)
+                ck_assert(hk[r].rows[k] == B_ / S && hk[r].batch[k] == B_ &&
+                          hk[r].first[k] == (r * (S / P) + k) * (B_ / S));
+            free(jobs[r].w);
+        }
+        induct_comm_threads_free(g);
+    }
+    for (int v = 0; v < 3; v++) free(w[v]);
+    induct_dataset_free(d);
+}
+END_TEST
+
+/* The finite-difference reference: the whole batch's mean loss with the hook_z write
+ * (one pass, so the hook sees every sequence with its batch index). */
+typedef struct fd_input {
+    const int32_t *tok;
+    uint32_t B;
+} fd_input;
+
+static double z_written_loss(void *user, induct_model *m) {
+    const fd_input *in = user;
+    shard_hooks hs = {0};
+    induct_hook h[2];
+    shard_hook_list(h, &hs, m);
+    double l;
+    ck_ok(induct_model_run_with_hooks(m, in->tok, in->B, T_, &h[1], 1, NULL, 0, NULL, 0, &l));
+    return l;
+}
+
+/* Every parameter's gradient of a 4-shard step (one sequence per shard) through the
+ * hook_z write against central finite differences of the whole batch's hooked loss.
+ * The written values depend on the sequence's index in the batch, so a shard that
+ * misplaced its sequences would fail here too. */
+START_TEST(test_gradcheck_hooks_in_shards) {
+    enum { S = 4, FB = 4 };
+    induct_model *m = tiny();
+    int32_t tok[FB * T_];
+    tu_tokens(tok, FB * T_, 11, 13);
+    induct_optimizer *o = sgd0(m, S);
+    shard_hooks hs = {0};
+    induct_hook h[2];
+    shard_hook_list(h, &hs, m);
+    double l;
+    ck_ok(induct_train_step_tokens_with_hooks(o, tok, FB, T_, &h[1], 1, &l));
+    ck_assert_uint_eq(hs.calls, S);
+    fd_input in = {tok, FB};
+    ck_assert_msg(fabs(l - z_written_loss(&in, m)) <= 1e-6 * l, "loss %.17g", l);
+    ck_assert(head0_qkv_grad_zero(m));
+    ck_assert_uint_eq(tu_gradcheck(m, z_written_loss, &in, "4 shards, hook_z written"),
+                      induct_model_n_params(m));
+    induct_optimizer_free(o);
+    induct_model_free(m);
+}
+END_TEST
+
+/* A hook that fails in shard 2 stops the step with its error, as a failing hook stops
+ * a one-pass step (S = 1): the weights, the moments and the step counter are
+ * unchanged, so the next step is a fresh optimizer's first, bit for bit. Over 2 thread
+ * ranks (shards 2 and 3 on rank 1) both ranks fail and neither changes. */
+START_TEST(test_hook_failing_in_a_shard) {
+    induct_dataset *d = rrt();
+    for (uint32_t S = 1; S <= 4; S *= 4) {
+        induct_model *m = tiny(), *twin;
+        ck_ok(induct_model_clone(&twin, m));
+        induct_optimizer *o = adamw(m, S), *ot = adamw(twin, S);
+        size_t n;
+        float *w0 = all(m, INDUCT_BUF_PARAM, &n);
+        shard_hooks hs = {.fail_at = S == 1 ? 1 : 3}, ht = {0};
+        induct_hook h[2], h2[2];
+        shard_hook_list(h, &hs, m);
+        ck_assert_status(induct_train_step_with_hooks(o, d, B_, T_, h, 2, NULL),
+                         INDUCT_EINTERRUPTED);
+        ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "returned 5"));
+        ck_assert_uint_eq(hs.calls, hs.fail_at); /* no shard after the failing one ran */
+        double v;
+        ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &v));
+        ck_assert(v == 0.0);
+        float *w1 = all(m, INDUCT_BUF_PARAM, &n);
+        ck_assert(memcmp(w0, w1, n * sizeof *w0) == 0);
+        hs.fail_at = 0;
+        shard_hook_list(h, &hs, m);
+        shard_hook_list(h2, &ht, twin);
+        ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 2, NULL));
+        ck_ok(induct_train_step_with_hooks(ot, d, B_, T_, h2, 2, NULL));
+        float *wa = all(m, INDUCT_BUF_PARAM, &n), *wb = all(twin, INDUCT_BUF_PARAM, &n);
+        ck_assert_msg(memcmp(wa, wb, n * sizeof *wa) == 0, "S=%u: the failed step left a trace",
+                      S);
+        ck_assert(memcmp(wa, w0, n * sizeof *wa) != 0);
+        free(w0);
+        free(w1);
+        free(wa);
+        free(wb);
+        induct_optimizer_free(o);
+        induct_optimizer_free(ot);
+        induct_model_free(m);
+        induct_model_free(twin);
+    }
+    induct_model *m = tiny();
+    size_t n;
+    float *w0 = all(m, INDUCT_BUF_PARAM, &n);
+    induct_model_free(m);
+    induct_comm_threads *g;
+    ck_ok(induct_comm_threads_new(&g, 2));
+    const induct_comm *comms[2] = {induct_comm_threads_rank(g, 0), induct_comm_threads_rank(g, 1)};
+    rank_job jobs[2];
+    shard_hooks hk[2] = {{0}, {.fail_at = 1}}; /* rank 1's first call: shard 2 */
+    run_ranks(g, comms, 2, 4, B_, 1, d, jobs, hk);
+    for (uint32_t r = 0; r < 2; r++) {
+        ck_assert_msg(jobs[r].rc == INDUCT_EINTERRUPTED, "rank %u: %s", r,
+                      induct_status_name(jobs[r].rc));
+        ck_assert(jobs[r].step_after == 0.0);
+        ck_assert(memcmp(jobs[r].w, w0, n * sizeof(float)) == 0);
+        free(jobs[r].w);
+    }
+    ck_assert_msg(strstr(jobs[1].err, "returned 5"), "rank 1: %s", jobs[1].err);
+    ck_assert_uint_eq(hk[0].calls, 2);
+    ck_assert_uint_eq(hk[1].calls, 1);
+    induct_comm_threads_free(g);
+    free(w0);
+    induct_dataset_free(d);
 }
 END_TEST
 
@@ -407,7 +718,7 @@ START_TEST(test_failing_sendrecv_releases_the_others) {
         comms[r] = &tab[r];
     }
     rank_job jobs[P];
-    run_ranks(g, comms, P, 8, B_, 2, d, jobs);
+    run_ranks(g, comms, P, 8, B_, 2, d, jobs, NULL);
     for (uint32_t r = 0; r < P; r++) {
         int want = r == 1 ? INDUCT_EIO : INDUCT_EINTERRUPTED;
         ck_assert_msg(jobs[r].rc == want, "rank %u: %s, expected %s", r,
@@ -680,7 +991,10 @@ int main(void) {
     tcase_add_test(tc, test_ranks_bit_identical);
     tcase_add_test(tc, test_ranks_bit_identical_uneven_tree);
     tcase_add_test(tc, test_refusals);
-    tcase_add_test(tc, test_hooks_refused_with_shards);
+    tcase_add_test(tc, test_hooks_in_shards_are_the_one_pass_gradient);
+    tcase_add_test(tc, test_hooks_in_shards_bit_identical);
+    tcase_add_test(tc, test_gradcheck_hooks_in_shards);
+    tcase_add_test(tc, test_hook_failing_in_a_shard);
     tcase_add_test(tc, test_failing_sendrecv_releases_the_others);
     tcase_add_test(tc, test_thread_comm_exchange);
     tcase_add_test(tc, test_shards_in_checkpoint);

@@ -1256,8 +1256,9 @@ typedef struct induct_comm {
 /**
  * @brief Attach a communicator to an optimizer (or detach it with NULL): from then on
  * every training step of this optimizer (induct_train_step(), induct_train(),
- * induct_train_step_tokens()) computes only this rank's gradient shards and sums them
- * with the other ranks' (see @ref distributed). Each rank holds its own model and
+ * induct_train_step_tokens() and their `_with_hooks` forms) computes only this rank's
+ * gradient shards and sums them with the other ranks' (see @ref distributed). Caller
+ * hooks in a step run on this rank's shards only (induct_train_step_with_hooks()). Each rank holds its own model and
  * optimizer, created identically (same config, seed and settings), and calls the same
  * steps with the same dataset, batch and seq_len: each rank reads the whole batch
  * (induct_dataset_batch() is a pure function of the step counter) and uses its rows.
@@ -2611,7 +2612,10 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * @param name The point's name, as given.
  * @param activation The activation, `shape[0] × … × shape[ndim−1]` floats, valid during
  *        the call only; may be changed in place (the rest of the pass uses it).
- * @param shape The activation's dimensions (see the table above).
+ * @param shape The activation's dimensions (see the table above). `shape[0]` is the
+ *        number of sequences of this pass: the batch, or in a training step with
+ *        ::INDUCT_OPT_GRAD_SHARDS = S the shard's batch/S (the hook is then called once
+ *        per shard; induct_model_hook_batch_index() tells which sequences these are).
  * @param ndim Number of dimensions (3 or 4).
  * @return 0 to continue; any other value stops the pass, which then fails with
  *         ::INDUCT_EINTERRUPTED.
@@ -2782,15 +2786,73 @@ INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *t
  * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
  * @param n_hooks At most 4096.
  * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
- * @return as induct_train_step() and induct_model_backward_with_hooks();
- *         ::INDUCT_ENOTSUP for hooks with ::INDUCT_OPT_GRAD_SHARDS > 1 or a
- *         communicator (hooks see whole batches).
- * @since 0.1 One thread per model.
+ *
+ * With ::INDUCT_OPT_GRAD_SHARDS = S > 1 or a communicator (@ref distributed) the hooks
+ * run in every shard's forward pass, on that shard's batch/S sequences (`shape[0]` is
+ * batch/S), in shard order: shard 0's forward and backward, then shard 1's, …; on
+ * rank r of P ranks only for its own shards `r·S/P … (r+1)·S/P − 1`. So a hook at one
+ * point is called S/P times per step; induct_model_hook_batch_index() gives, inside the
+ * callback, the index in the whole batch of the activation's first sequence. Each
+ * shard's backward pass follows what the hooks wrote in its own forward pass, as
+ * above. A hook that treats every sequence alone (a constant overwrite, a clamp that
+ * depends on the sequence's own tokens) gives the gradient of the one-pass step up to
+ * the float rounding of the shard tree, and the same bits for every rank count P (as
+ * without hooks); a hook whose writes depend on the whole batch (its mean, say) sees
+ * only a shard.
+ * @param optimizer The optimizer (and its model).
+ * @param dataset Source of the batch (as induct_train_step()).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
+ * @return as induct_train_step() and induct_model_backward_with_hooks(); a hook that
+ *         returns nonzero in any shard stops the step with ::INDUCT_EINTERRUPTED (the
+ *         other ranks' steps then fail too, through the communicator's `abort`). On any
+ *         error the weights, the moments and the step counter are unchanged (the
+ *         gradient buffer is not).
+ * @since 0.1 One thread per model; the hooks run on the calling thread.
  */
 INDUCT_API int induct_train_step_with_hooks(induct_optimizer *optimizer,
                                             const induct_dataset *dataset, uint32_t batch,
                                             uint32_t seq_len, const induct_hook *hooks,
                                             size_t n_hooks, double *loss_out);
+
+/**
+ * @brief As induct_train_step_with_hooks() on caller tokens (induct_train_step_tokens()
+ * with hooks).
+ * @param optimizer The optimizer (and its model).
+ * @param tokens `[batch][seq_len]` int32 ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
+ * @param n_hooks At most 4096.
+ * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
+ * @return as induct_train_step_with_hooks() (::INDUCT_ERANGE also for a token id outside
+ *         the vocabulary).
+ * @since 0.1 One thread per model; the hooks run on the calling thread.
+ */
+INDUCT_API int induct_train_step_tokens_with_hooks(induct_optimizer *optimizer,
+                                                   const int32_t *tokens, uint32_t batch,
+                                                   uint32_t seq_len, const induct_hook *hooks,
+                                                   size_t n_hooks, double *loss_out);
+
+/**
+ * @brief Inside a hook's callback: which sequences of the caller's batch the activation
+ * holds. In a training step with gradient shards a hook sees one shard at a time
+ * (`shape[0]` = batch/S sequences); its rows are the whole batch's sequences
+ * `*first_out … *first_out + shape[0] − 1`. In every other pass `*first_out` is 0 and
+ * `*batch_out` is `shape[0]`.
+ * @param model The model whose pass called the hook.
+ * @param[out] first_out Index in the whole batch of the activation's first sequence
+ *        (may be NULL).
+ * @param[out] batch_out Sequences in the whole batch (may be NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ESTATE (called outside a
+ *         callback of a pass on this model).
+ * @since 0.1 Call it from the hook, on the thread that runs the pass.
+ */
+INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t *first_out,
+                                             uint32_t *batch_out);
 /** @} */
 
 #ifdef __cplusplus
