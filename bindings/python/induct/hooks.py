@@ -7,7 +7,9 @@ the logits and an ActivationCache indexed like TransformerLens's (`cache["patter
 `model.forward()` call `fn(activation, name)` with a writable NumPy view at each point
 (return an array to replace the activation, or change the view in place); so do
 `model.backward()` and `Optimizer.train_step()` inside the block, whose gradients treat
-what a hook wrote as constants.
+what a hook wrote as constants. With grad_shards = S (or a communicator) a step calls
+each hook once per shard of batch/S sequences; `model.hook_batch_index()` tells a hook
+which sequences of the batch it holds.
 Needs NumPy. The methods live in ModelHooks, a base class of induct.Model."""
 import contextlib
 
@@ -149,6 +151,16 @@ class ModelHooks:
         finally:
             self._fwd_hooks = old
 
+    def hook_batch_index(self):
+        """Inside a hook: (first, batch), the index in the whole batch of the activation's
+        first sequence and the whole batch's size. In a training step with grad_shards = S
+        (or a communicator) a hook sees one shard of batch/S sequences at a time, in shard
+        order (on a rank of P only its own shards); elsewhere first is 0 and batch is
+        activation.shape[0]. Outside a hook: induct.StateError."""
+        first, batch = Out("uint32"), Out("uint32")
+        call("induct_model_hook_batch_index", self, first, batch)
+        return first.value, batch.value
+
     def _call_hooked(self, name, *args):
         """Call C function `name` with (..., hooks, n_hooks, ...) spliced in where None
         stands in args: the hooks of the enclosing hooks() blocks. A hook's exception
@@ -190,12 +202,13 @@ _HOOKS = object()
 
 def train_step_hooked(opt, model, data, batch, seq_len, loss, is_dataset):
     """Optimizer.train_step() inside `with model.hooks(...)`: the step's forward pass runs
-    the hooks and its backward pass follows what they wrote. `data` is a Dataset
+    the hooks and its backward pass follows what they wrote (with gradient shards or a
+    communicator: each shard's pass, on its sequences). `data` is a Dataset
     (is_dataset) or tokens."""
     if is_dataset:
         model._call_hooked("induct_train_step_with_hooks", opt, data, batch, seq_len, _HOOKS,
                            loss)
-    else:  # forward + backward + optimizer step, as induct_train_step_tokens
+    else:
         toks, B, T = _arrays.tokens_in(data)
-        model._backward_hooked(toks, B, T, loss)
-        call("induct_optimizer_step", opt, Out("double"))
+        model._call_hooked("induct_train_step_tokens_with_hooks", opt, toks, B, T, _HOOKS,
+                           loss)
