@@ -193,10 +193,12 @@ static int call_trampoline(void *user, induct_model *m, const induct__pass *p, u
     uint32_t shape[4];
     memcpy(shape, c->shape, sizeof shape);
     shape[0] = p->B;
+    uint32_t first = m->hook_first, batch = m->hook_batch; /* restored after the call */
     m->hook_first = p->row0;
     m->hook_batch = p->scale_rows ? p->scale_rows : p->B;
     int r = c->fn(c->user, c->name, x, shape, c->ndim);
-    m->hook_first = m->hook_batch = 0;
+    m->hook_first = first;
+    m->hook_batch = batch;
     INDUCT_FAIL_IF(r != 0, INDUCT_EINTERRUPTED, "hook on '%s' returned %d: pass stopped", c->name,
                    r);
     return INDUCT_OK;
