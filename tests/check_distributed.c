@@ -156,12 +156,13 @@ END_TEST
 
 /* ---- caller hooks in sharded steps ------------------------------------------------- */
 
-/* Two writes that treat every sequence alone: layer 1 head 0's hook_z set, at every
+/* Three writes that treat every sequence alone: layer 1 head 0's hook_z set, at every
  * position of the batch's sequence g, to the constant 0.05 (g + 1) (g from
- * induct_model_hook_batch_index(), so a wrong index changes the loss), and layer 0's
- * ln1.hook_normalized clamped to [-1, 1] (which elements that changes depends on the
- * sequence: each shard's record differs). The z hook records each call; its call
- * number fail_at (1, 2, ...; 0: never) returns 5 instead. */
+ * induct_model_hook_batch_index(), so a wrong index changes the loss); layer 0 head 1's
+ * pattern clamped to the previous-token pattern; and layer 0's ln1.hook_normalized
+ * clamped to [-1, 1] (which elements that changes depends on the sequence: each
+ * shard's record differs). The z hook records each call; its call number fail_at (1,
+ * 2, ...; 0: never) returns 5 instead. */
 typedef struct shard_hooks {
     induct_model *m;
     uint32_t fail_at, calls;
@@ -191,14 +192,18 @@ static int clamp_ln(void *u, const char *name, float *x, const uint32_t *shape, 
     return 0;
 }
 
-/* The hooks above for model m, the calls counted in *h (zeroed, fail_at kept). */
-static void shard_hook_list(induct_hook out[2], shard_hooks *h, induct_model *m) {
+static uint32_t HEAD1 = 1;
+
+/* The hooks above for model m (the two constant overwrites first), the calls counted
+ * in *h (zeroed, fail_at kept). */
+static void shard_hook_list(induct_hook out[3], shard_hooks *h, induct_model *m) {
     uint32_t fail_at = h->fail_at;
     memset(h, 0, sizeof *h);
     h->m = m;
     h->fail_at = fail_at;
-    out[0] = (induct_hook){"blocks.0.ln1.hook_normalized", clamp_ln, NULL};
-    out[1] = (induct_hook){"blocks.1.attn.hook_z", set_z, h};
+    out[0] = (induct_hook){"blocks.1.attn.hook_z", set_z, h};
+    out[1] = (induct_hook){"blocks.0.attn.hook_pattern", tu_clamp_previous_token, &HEAD1};
+    out[2] = (induct_hook){"blocks.0.ln1.hook_normalized", clamp_ln, NULL};
 }
 
 /* ---- thread ranks ------------------------------------------------------------------ */
@@ -227,14 +232,14 @@ static void *rank_main(void *arg) {
     induct_optimizer_set(o, INDUCT_OPT_GRAD_CLIP, 1.0);
     induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, j->shards);
     j->rc = induct_optimizer_set_comm(o, j->comm);
-    induct_hook h[2];
+    induct_hook h[3];
     for (int s = 0; s < j->steps && j->rc == INDUCT_OK; s++) {
         if (!j->hk) {
             j->rc = induct_train_step(o, j->d, j->B, T_, &j->loss[s]);
             continue;
         }
         shard_hook_list(h, j->hk, m);
-        j->rc = induct_train_step_with_hooks(o, j->d, j->B, T_, h, 2, &j->loss[s]);
+        j->rc = induct_train_step_with_hooks(o, j->d, j->B, T_, h, 3, &j->loss[s]);
     }
     if (j->rc != INDUCT_OK) snprintf(j->err, sizeof j->err, "%s", induct_last_error_message());
     j->w = all(m, INDUCT_BUF_PARAM, &j->n);
@@ -422,17 +427,19 @@ static double worst_rel_diff(induct_model *m, const float *a, const float *b) {
     return worst;
 }
 
-/* Layer 1 head 0's entries of W_Q, W_K and W_V ([n_heads, d_model, d_head]) in the
- * gradient buffer: all exactly 0? */
-static int head0_qkv_grad_zero(induct_model *m) {
-    const char *names[] = {"blocks.1.attn.W_Q", "blocks.1.attn.W_K", "blocks.1.attn.W_V"};
+/* The hooks cut these gradients: layer 1 head 0's W_Q, W_K and W_V (its z was
+ * overwritten) and layer 0 head 1's W_Q and W_K (its pattern was). All exactly 0 in
+ * the gradient buffer? */
+static int cut_grads_zero(induct_model *m) {
+    const char *names[] = {"blocks.1.attn.W_Q", "blocks.1.attn.W_K", "blocks.1.attn.W_V",
+                           "blocks.0.attn.W_Q", "blocks.0.attn.W_K"};
     int zero = 1;
-    for (int i = 0; i < 3; i++) {
-        float g[2 * 8 * 4];
+    for (int i = 0; i < 5; i++) {
+        float g[2 * 8 * 4]; /* [n_heads, d_model, d_head] */
         size_t len;
         ck_ok(induct_model_get_tensor(m, names[i], INDUCT_BUF_GRAD, g, 64, &len));
         ck_assert_uint_eq(len, 64);
-        for (size_t j = 0; j < len / 2; j++) zero &= g[j] == 0.0f;
+        for (size_t j = i < 3 ? 0 : 32; j < (i < 3 ? 32u : 64u); j++) zero &= g[j] == 0.0f;
     }
     return zero;
 }
@@ -462,10 +469,10 @@ START_TEST(test_hooks_in_shards_are_the_one_pass_gradient) {
     int32_t tok[B_ * T_];
     tu_tokens(tok, B_ * T_, 11, 9);
     shard_hooks h1 = {0}, hs = {0};
-    induct_hook one[2], hooks[2];
+    induct_hook one[3], hooks[3];
     shard_hook_list(one, &h1, ref);
     double l1, ls;
-    ck_ok(induct_model_backward_with_hooks(ref, tok, B_, T_, one, 2, &l1));
+    ck_ok(induct_model_backward_with_hooks(ref, tok, B_, T_, one, 3, &l1));
     ck_assert_uint_eq(h1.calls, 1);
     ck_assert(h1.rows[0] == B_ && h1.first[0] == 0 && h1.batch[0] == B_);
     size_t n;
@@ -476,7 +483,7 @@ START_TEST(test_hooks_in_shards_are_the_one_pass_gradient) {
     float *w0 = all(m, INDUCT_BUF_PARAM, &n);
     induct_optimizer *o = sgd0(m, S);
     shard_hook_list(hooks, &hs, m);
-    ck_ok(induct_train_step_tokens_with_hooks(o, tok, B_, T_, hooks, 2, &ls));
+    ck_ok(induct_train_step_tokens_with_hooks(o, tok, B_, T_, hooks, 3, &ls));
     ck_assert_uint_eq(hs.calls, S);
     for (uint32_t s = 0; s < S; s++)
         ck_assert_msg(hs.rows[s] == B_ / S && hs.first[s] == s * (B_ / S) && hs.batch[s] == B_,
@@ -489,8 +496,8 @@ START_TEST(test_hooks_in_shards_are_the_one_pass_gradient) {
            "largest (%.3g without the hooks)\n", d_hooked, d_plain);
     ck_assert_msg(d_hooked <= 1e-5, "sharded vs one-pass gradient with hooks: %g", d_hooked);
     ck_assert_msg(d_plain >= 1e-2, "the hooks hardly changed the gradient (%g)", d_plain);
-    ck_assert(head0_qkv_grad_zero(m)); /* its z was overwritten: no gradient into it */
-    ck_assert(head0_qkv_grad_zero(ref) == 0);
+    ck_assert(cut_grads_zero(m));
+    ck_assert(cut_grads_zero(ref) == 0); /* ref holds the gradient without the hooks */
     ck_assert_msg(fabs(ls - l1) <= 1e-6 * l1, "loss %.17g vs %.17g", ls, l1);
     /* the batch index exists only inside a callback */
     ck_assert_status(induct_model_hook_batch_index(m, NULL, NULL), INDUCT_ESTATE);
@@ -520,14 +527,14 @@ START_TEST(test_hooks_in_shards_bit_identical) {
         ck_ok(induct_model_set_threads(m, v == 1 ? 2 : 1));
         induct_optimizer *o = adamw(m, S);
         shard_hooks hs = {0};
-        induct_hook h[2];
+        induct_hook h[3];
         for (int s = 0; s < STEPS; s++) {
             if (v == 2) {
                 ck_ok(induct_train_step(o, d, B_, T_, NULL));
                 continue;
             }
             shard_hook_list(h, &hs, m);
-            ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 2, &loss[v][s]));
+            ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 3, &loss[v][s]));
             ck_assert_uint_eq(hs.calls, S);
         }
         w[v] = all(m, INDUCT_BUF_PARAM, &n);
@@ -564,27 +571,27 @@ START_TEST(test_hooks_in_shards_bit_identical) {
 }
 END_TEST
 
-/* The finite-difference reference: the whole batch's mean loss with the hook_z write
- * (one pass, so the hook sees every sequence with its batch index). */
+/* The finite-difference reference: the whole batch's mean loss with the hook_z and
+ * pattern writes (one pass, so the z hook sees every sequence with its batch index). */
 typedef struct fd_input {
     const int32_t *tok;
     uint32_t B;
 } fd_input;
 
-static double z_written_loss(void *user, induct_model *m) {
+static double written_loss(void *user, induct_model *m) {
     const fd_input *in = user;
     shard_hooks hs = {0};
-    induct_hook h[2];
+    induct_hook h[3];
     shard_hook_list(h, &hs, m);
     double l;
-    ck_ok(induct_model_run_with_hooks(m, in->tok, in->B, T_, &h[1], 1, NULL, 0, NULL, 0, &l));
+    ck_ok(induct_model_run_with_hooks(m, in->tok, in->B, T_, h, 2, NULL, 0, NULL, 0, &l));
     return l;
 }
 
 /* Every parameter's gradient of a 4-shard step (one sequence per shard) through the
- * hook_z write against central finite differences of the whole batch's hooked loss.
- * The written values depend on the sequence's index in the batch, so a shard that
- * misplaced its sequences would fail here too. */
+ * hook_z and pattern writes against central finite differences of the whole batch's
+ * hooked loss. The z values depend on the sequence's index in the batch, so a shard
+ * that misplaced its sequences would fail here too. */
 START_TEST(test_gradcheck_hooks_in_shards) {
     enum { S = 4, FB = 4 };
     induct_model *m = tiny();
@@ -592,15 +599,15 @@ START_TEST(test_gradcheck_hooks_in_shards) {
     tu_tokens(tok, FB * T_, 11, 13);
     induct_optimizer *o = sgd0(m, S);
     shard_hooks hs = {0};
-    induct_hook h[2];
+    induct_hook h[3];
     shard_hook_list(h, &hs, m);
     double l;
-    ck_ok(induct_train_step_tokens_with_hooks(o, tok, FB, T_, &h[1], 1, &l));
+    ck_ok(induct_train_step_tokens_with_hooks(o, tok, FB, T_, h, 2, &l));
     ck_assert_uint_eq(hs.calls, S);
     fd_input in = {tok, FB};
-    ck_assert_msg(fabs(l - z_written_loss(&in, m)) <= 1e-6 * l, "loss %.17g", l);
-    ck_assert(head0_qkv_grad_zero(m));
-    ck_assert_uint_eq(tu_gradcheck(m, z_written_loss, &in, "4 shards, hook_z written"),
+    ck_assert_msg(fabs(l - written_loss(&in, m)) <= 1e-6 * l, "loss %.17g", l);
+    ck_assert(cut_grads_zero(m));
+    ck_assert_uint_eq(tu_gradcheck(m, written_loss, &in, "4 shards, z and pattern written"),
                       induct_model_n_params(m));
     induct_optimizer_free(o);
     induct_model_free(m);
@@ -620,9 +627,9 @@ START_TEST(test_hook_failing_in_a_shard) {
         size_t n;
         float *w0 = all(m, INDUCT_BUF_PARAM, &n);
         shard_hooks hs = {.fail_at = S == 1 ? 1 : 3}, ht = {0};
-        induct_hook h[2], h2[2];
+        induct_hook h[3], h2[3];
         shard_hook_list(h, &hs, m);
-        ck_assert_status(induct_train_step_with_hooks(o, d, B_, T_, h, 2, NULL),
+        ck_assert_status(induct_train_step_with_hooks(o, d, B_, T_, h, 3, NULL),
                          INDUCT_EINTERRUPTED);
         ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "returned 5"));
         ck_assert_uint_eq(hs.calls, hs.fail_at); /* no shard after the failing one ran */
@@ -634,8 +641,8 @@ START_TEST(test_hook_failing_in_a_shard) {
         hs.fail_at = 0;
         shard_hook_list(h, &hs, m);
         shard_hook_list(h2, &ht, twin);
-        ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 2, NULL));
-        ck_ok(induct_train_step_with_hooks(ot, d, B_, T_, h2, 2, NULL));
+        ck_ok(induct_train_step_with_hooks(o, d, B_, T_, h, 3, NULL));
+        ck_ok(induct_train_step_with_hooks(ot, d, B_, T_, h2, 3, NULL));
         float *wa = all(m, INDUCT_BUF_PARAM, &n), *wb = all(twin, INDUCT_BUF_PARAM, &n);
         ck_assert_msg(memcmp(wa, wb, n * sizeof *wa) == 0, "S=%u: the failed step left a trace",
                       S);

@@ -296,18 +296,8 @@ END_TEST
 
 enum { GB = 2, GT = 7 };
 
-/* Clamp head 1's pattern to the previous-token pattern (a constant). */
-static int clamp_pattern(void *user, const char *name, float *att, const uint32_t *shape,
-                         uint32_t ndim) {
-    (void)user, (void)name, (void)ndim;
-    size_t H = shape[1], T = shape[2];
-    for (size_t b = 0; b < shape[0]; b++) {
-        float *A = att + (b * H + 1) * T * T;
-        memset(A, 0, T * T * sizeof *A);
-        for (size_t p = 0; p < T; p++) A[p * T + (p ? p - 1 : 0)] = 1.0f;
-    }
-    return 0;
-}
+/* The head tu_clamp_previous_token clamps. */
+static uint32_t HEAD1 = 1;
 
 /* Overwrite position 2 of the residual stream with constants. */
 static int set_resid(void *user, const char *name, float *x, const uint32_t *shape,
@@ -341,7 +331,7 @@ START_TEST(test_gradcheck_through_writing_hooks) {
     int32_t tok[GB * GT];
     tu_tokens(tok, GB * GT, 11, 5);
     head_arg za = {0, 2, 4, 0};
-    induct_hook hooks[3] = {{"blocks.1.attn.hook_pattern", clamp_pattern, NULL},
+    induct_hook hooks[3] = {{"blocks.1.attn.hook_pattern", tu_clamp_previous_token, &HEAD1},
                             {"blocks.0.attn.hook_z", zero_head, &za},
                             {v->d_mlp ? "blocks.0.hook_resid_mid" : "blocks.0.hook_resid_post",
                              set_resid, NULL}};
@@ -391,7 +381,7 @@ START_TEST(test_train_step_with_hooks) {
     ck_assert(memcmp(pa, pb, len * sizeof *pa) == 0);
     /* with the pattern clamp: the clamped head's W_Q does not move (a fresh AdamW with
      * weight decay 0 and no gradient: the first moment stays 0) */
-    induct_hook h = {"blocks.1.attn.hook_pattern", clamp_pattern, NULL};
+    induct_hook h = {"blocks.1.attn.hook_pattern", tu_clamp_previous_token, &HEAD1};
     induct_optimizer *oc;
     ck_ok(induct_optimizer_new(&oc, b, INDUCT_OPTIM_ADAMW));
     ck_ok(induct_optimizer_set(oc, INDUCT_OPT_WEIGHT_DECAY, 0.0));

@@ -123,6 +123,19 @@ size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *wh
     return checked;
 }
 
+int tu_clamp_previous_token(void *user, const char *name, float *att, const uint32_t *shape,
+                            uint32_t ndim) {
+    size_t head = *(const uint32_t *)user, H = shape[1], T = shape[2];
+    (void)name;
+    ck_assert_uint_eq(ndim, 4);
+    for (size_t b = 0; b < shape[0]; b++) {
+        float *A = att + (b * H + head) * T * T;
+        memset(A, 0, T * T * sizeof *A);
+        for (size_t p = 0; p < T; p++) A[p * T + (p ? p - 1 : 0)] = 1.0f;
+    }
+    return 0;
+}
+
 float *tu_grads(induct_model *m) {
     size_t nt = induct_model_n_tensors(m), total = induct_model_n_params(m), off = 0;
     float *g = malloc(total * sizeof *g);

@@ -50,6 +50,11 @@ typedef double (*tu_loss_fn)(void *user, induct_model *m);
  * against central finite differences (eps 2e-3) of loss: |fd - g| <= 2e-3 + 2e-2 |fd|.
  * Returns the number of parameters checked. */
 size_t tu_gradcheck(induct_model *m, tu_loss_fn loss, void *user, const char *what);
+/* A hook (induct_hook_fn) on hook_pattern ([B, H, T, K]) that clamps head
+ * *(const uint32_t *)user to the previous-token pattern (query p attends to key p - 1,
+ * query 0 to itself): a constant overwrite. */
+int tu_clamp_previous_token(void *user, const char *name, float *att, const uint32_t *shape,
+                            uint32_t ndim);
 /* Every parameter's gradient (INDUCT_BUF_GRAD), tensors in storage order, in one
  * malloc'ed array of induct_model_n_params(m) floats (the caller frees it). */
 float *tu_grads(induct_model *m);
