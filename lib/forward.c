@@ -113,8 +113,6 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
     }
     ALLOC(m->a_logits, N, V);
     ALLOC(m->a_losses, N, 1);
-    ALLOC(m->a_lse, N, 1);
-    ALLOC(m->a_rowmax, N, 1);
     /* backward scratch */
     ALLOC(m->g_resid, N, D);
     /* d(LN output) or d(MLP input): attention-only models without LN need none */
@@ -693,6 +691,12 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
     return INDUCT_OK;
 }
 
+/* The loss gradient's factor: 1 / (the mean's sequences x scored positions in each). */
+static float loss_scale(const induct__pass *p) {
+    double rows = p->scale_rows ? (double)p->scale_rows : (double)p->B;
+    return (float)(1.0 / (rows * (p->score_pos ? 1 : p->T - 1)));
+}
+
 static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss) {
     const induct_model_config *c = &m->cfg;
     const int32_t *tokens = p->tokens;
@@ -754,9 +758,11 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
             induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                       W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
-    induct__linear_forward(W(m->a_logits), W(m->a_lnf), P(m->W_U), P(m->b_U), N, D, V, nt);
-    double sum = induct__xent_forward_lse(W(m->a_losses), W(m->a_lse), W(m->a_rowmax),
-                                          W(m->a_logits), tokens, B, T, V, nt);
+    /* with gradients the loss's gradient comes out of the same pass over the logits */
+    double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses),
+                                      p->grad ? W(m->g_logits) : NULL, W(m->a_lnf), P(m->W_U),
+                                      P(m->b_U), tokens, B, T, D, V, loss_scale(p), p->score_pos,
+                                      nt);
     double count = (double)B * (T - 1);
     if (p->score_pos) { /* one scored position per row (e.g. key-value retrieval) */
         const float *ls = W(m->a_losses);
@@ -866,7 +872,7 @@ int induct__backward(induct_model *m, const induct__pass *p) {
 
 static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     const int32_t *tokens = p->tokens;
-    uint32_t B = p->B, T = p->T, only = p->score_pos;
+    uint32_t B = p->B, T = p->T;
     int fold = use_fold(m, p);
     const induct_model_config *c = &m->cfg;
     int nt = induct__nt(m);
@@ -874,14 +880,7 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    double rows = p->scale_rows ? (double)p->scale_rows : (double)B; /* the mean's rows */
-    float scale = (float)(1.0 / (rows * (only ? 1 : T - 1)));
-    induct__xent_backward_lse(W(m->g_logits), W(m->a_logits), W(m->a_lse), W(m->a_rowmax), tokens,
-                              B, T, V, scale, nt);
-    if (only) /* only the scored position has a gradient */
-        for (size_t n = 0; n < N; n++)
-            if (n % T != only - 1) memset(W(m->g_logits) + n * V, 0, V * sizeof(float));
-    /* unembed: logits = lnf W_U + b_U */
+    /* unembed: logits = lnf W_U + b_U (their gradient is the forward's, loss_scale) */
     float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
     linear_backward_new(m, dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
                         D, V);

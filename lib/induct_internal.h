@@ -264,8 +264,6 @@ struct induct_model {
     uint32_t ws_nt;        /* n_threads the per-thread scratch was sized for */
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
-    size_t a_lse; /* [B*T] sum of exp(logit - row max) per logits row (backward) */
-    size_t a_rowmax; /* [B*T] the row max that sum was taken at (backward) */
     /* layer 0 folded into the embeddings (see fold_layer0 in forward.c), else INDUCT_NONE:
      * f_tab [d_vocab + T][3 H d_head] = W_E W_{Q,K,V} and W_pos W_{Q,K,V};
      * f_grp, same shape: d q, k, v summed per token id and per position */

@@ -681,7 +681,8 @@ static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
 #ifndef ATTN_QB
 #define ATTN_QB 4
 #endif
-static size_t attn_rows(size_t T) { return (T + ATTN_QB + 7) & ~(size_t)7; }
+#define ATTN_QB_MAX 8 /* the AVX-512VL instantiation's tile */
+static size_t attn_rows(size_t T) { return (T + ATTN_QB_MAX + 7) & ~(size_t)7; }
 
 /* -- portable 8-lane instantiation ------------------------------------------------ */
 #if defined(__wasm_simd128__)
@@ -1046,12 +1047,25 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define vd_hsum a_dhsum
 #define vd_store_f a_dstore_f
 #include "kernels_attn.inc"
+/* -- the same with AVX-512VL: the AVX2 code given 32 vector registers, which hold the
+ * attention kernels' 8-row register tiles (QB 8; with 16 registers the tile has 4 rows).
+ * Every lane still performs the same operations in the same order, so the bits are the
+ * AVX2 path's: the tile only decides which query rows share one pass over K or V. */
+#undef FN
+#undef ATTR
+#define INDUCT_AVX512 1
+#define QB 8
+#define FN(name) name##_avx512
+#define ATTR __attribute__((target("avx2,fma,avx512f,avx512vl"), unused))
+#include "kernels_attn.inc"
 #include "kernels_attn_undef.inc"
 #endif
 
-static atomic_int simd_allowed = 1;
+static atomic_int simd_allowed = 1, avx512_allowed = 1;
 
 void induct__simd_enable(int on) { atomic_store(&simd_allowed, on ? 1 : 0); }
+
+void induct__simd_avx512_enable(int on) { atomic_store(&avx512_allowed, on ? 1 : 0); }
 
 int induct__simd_active(void) {
 #ifdef INDUCT_AVX2
@@ -1060,6 +1074,17 @@ int induct__simd_active(void) {
 #else
     return 0;
 #endif
+}
+
+/* The attention kernels' instantiation: 2 AVX-512VL, 1 AVX2, 0 portable. */
+static int attn_simd(void) {
+    if (!induct__simd_active()) return 0;
+#ifdef INDUCT_AVX512
+    if (atomic_load_explicit(&avx512_allowed, memory_order_relaxed) &&
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
+        return 2;
+#endif
+    return 1;
 }
 
 size_t induct__attn_scratch_floats(size_t T, size_t dh) {
@@ -1075,7 +1100,7 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                                  unsigned stages) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
-    int simd = induct__simd_active();
+    int simd = attn_simd();
     (void)simd;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -1094,6 +1119,13 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
             float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
             const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
                         *vb = v + r0 * ldv + h * dh;
+#ifdef INDUCT_AVX512
+            if (simd == 2) {
+                attn_fwd_bh_avx512(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
+                                   stages);
+                continue;
+            }
+#endif
 #ifdef INDUCT_AVX2
             if (simd) {
                 attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
@@ -1113,7 +1145,7 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   float *scratch, int nt) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
-    int simd = induct__simd_active();
+    int simd = attn_simd();
     (void)simd;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -1136,6 +1168,13 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
             float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
             const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
                         *vb = v + r0 * ldv + o;
+#ifdef INDUCT_AVX512
+            if (simd == 2) {
+                attn_bwd_bh_avx512(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb,
+                                   sb, T, dh, scale, sc);
+                continue;
+            }
+#endif
 #ifdef INDUCT_AVX2
             if (simd) {
                 attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb,
@@ -1172,51 +1211,84 @@ float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, 
     return (float)(log(s) + ((double)mx - (double)l[target])); /* the max cancels first */
 }
 
-double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
-                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt) {
+/* One logits row's loss (as induct__xent_row) and its gradient g = (exp(l - max) / sum -
+ * onehot(target)) * scale: the exponentials of the sum are stored and then scaled, the
+ * same values a second pass exp(l - max) * (scale / sum) would give. */
+static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, float scale) {
+    float mx;
+    double s;
+#ifdef INDUCT_AVX2
+    if (induct__simd_active()) {
+        mx = row_max_avx2(l, V);
+        s = sumexp_store_avx2(g, l, V, mx);
+    } else
+#endif
+    {
+        mx = row_max_scalar(l, V);
+        s = sumexp_store_scalar(g, l, V, mx);
+    }
+    float loss = (float)(log(s) + ((double)mx - (double)l[target])); /* read before g */
+    float mul = (float)((double)scale / (double)(float)s);
+#ifdef INDUCT_AVX2
+    if (induct__simd_active()) scale_row_avx2(g, mul, V);
+    else
+#endif
+        scale_row_scalar(g, mul, V);
+    g[target] -= scale;
+    return loss;
+}
+
+/* Rows per block of induct__unembed_xent: a multiple of the product's row unit (the
+ * bits of a row do not depend on the block it is computed in, see gemm_split_rule)
+ * whose logits fit in UNEMBED_BLOCK_FLOATS (they are read back from the last-level
+ * cache; smaller blocks make OpenBLAS pack W_U more often), and whose product stays
+ * above the small-matrix limit. 0: one block. */
+#define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
+static size_t unembed_rows(size_t N, size_t D, size_t V) {
+    gemm_split rule = gemm_split_rule();
+    size_t cap = getenv("UX_CAP") ? (size_t)atol(getenv("UX_CAP")) : UNEMBED_BLOCK_FLOATS;
+    size_t u = rule.unit, r = u * (cap / (V * u) > 0 ? cap / (V * u) : 1);
+    while ((double)r * (double)V * (double)D <= rule.small_mnk) r += u;
+    if (N <= r || N * V * D < ((size_t)1 << 20)) return 0;
+    return r;
+}
+
+double induct__unembed_xent(float *logits, float *losses, float *dlogits, const float *x,
+                            const float *W_U, const float *b_U, const int32_t *tokens, size_t B,
+                            size_t T, size_t D, size_t V, float scale, size_t only, int nt) {
+    size_t N = B * T, R = unembed_rows(N, D, V);
+    if (!R) R = N;
+    size_t blocks = (N + R - 1) / R;
+    if ((size_t)nt > blocks) nt = (int)blocks;
     PFOR
-    for (idx bt = 0; bt < (idx)(B * T); bt++) {
-        size_t b = (size_t)bt / T, p = (size_t)bt % T;
-        float mx;
-        double s;
-        /* the last position has no next token: its max and sum are still kept */
-        float loss = induct__xent_row(logits + (size_t)bt * V, V, p + 1 < T ? tokens[bt + 1] : 0,
-                                      &mx, &s);
-        sumexp[bt] = (float)s;
-        if (rowmax) rowmax[bt] = mx;
-        if (p + 1 < T) losses[b * (T - 1) + p] = loss;
+    for (idx k = 0; k < (idx)blocks; k++) {
+        size_t r0 = (size_t)k * R, r1 = r0 + R < N ? r0 + R : N;
+        prefill_rows(logits, V, NULL, 0, b_U, r0, r1, V);
+        gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, logits + r0 * V, V);
+        for (size_t bt = r0; bt < r1; bt++) {
+            size_t b = bt / T, p = bt % T;
+            const float *l = logits + bt * V;
+            float *g = dlogits ? dlogits + bt * V : NULL;
+            if (p + 1 == T) { /* no next token: no loss, no gradient */
+                if (g) memset(g, 0, V * sizeof *g);
+                continue;
+            }
+            int32_t tgt = tokens[bt + 1];
+            float loss;
+            if (g && (!only || p + 1 == only)) {
+                loss = xent_row_grad(g, l, V, tgt, scale);
+            } else {
+                float mx;
+                double s;
+                loss = induct__xent_row(l, V, tgt, &mx, &s);
+                if (g) memset(g, 0, V * sizeof *g);
+            }
+            losses[b * (T - 1) + p] = loss;
+        }
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
     return sum;
-}
-
-void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
-                               const float *rowmax, const int32_t *tokens, size_t B, size_t T,
-                               size_t V, float scale, int nt) {
-    int simd = induct__simd_active();
-    (void)simd;
-    PFOR
-    for (idx bt = 0; bt < (idx)(B * T); bt++) {
-        size_t p = (size_t)bt % T;
-        float *g = dlogits + (size_t)bt * V;
-        if (p == T - 1) {
-            memset(g, 0, V * sizeof *g);
-            continue;
-        }
-        const float *l = logits + (size_t)bt * V;
-        /* probabilities exp(l - max) / sum, the max recomputed (the forward kept only the
-         * sum): subtracting the forward's log-sum-exp rounded to float instead would make
-         * them drift from the true softmax once |logits| is large (every one is 1 near
-         * -1e10) */
-        float mul = (float)((double)scale / (double)sumexp[bt]);
-#ifdef INDUCT_AVX2
-        if (simd) softmax_scaled_avx2(g, l, rowmax ? rowmax[bt] : row_max_avx2(l, V), mul, V);
-        else
-#endif
-            softmax_scaled_scalar(g, l, rowmax ? rowmax[bt] : row_max_scalar(l, V), mul, V);
-        g[tokens[bt + 1]] -= scale;
-    }
 }
 
 /* Parallel over fixed chunks of 4096 elements (boundaries independent of nt). */

@@ -156,23 +156,20 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   const uint8_t *smask, size_t B, size_t T, size_t H, size_t dh,
                                   float *scratch, int nt);
 
-/* Cross-entropy forward that also keeps sumexp[B*T] = sum_v exp(logits[v] - max) of every
- * logits row (rows at p = T-1 included, each in [1, V]) and, when rowmax is not NULL,
- * rowmax[B*T] = that max, for induct__xent_backward_lse. losses as induct__xent_forward.
- * Both are invariant to adding a constant to every logit of a row, for any finite
- * logits. */
-double induct__xent_forward_lse(float *losses, float *sumexp, float *rowmax, const float *logits,
-                                const int32_t *tokens, size_t B, size_t T, size_t V, int nt);
-/* One row of induct__xent_forward_lse: *mx_out = max_v l[v], *s_out = sum_v exp(l[v] -
+/* One row of the cross-entropy: *mx_out = max_v l[v], *s_out = sum_v exp(l[v] -
  * max), returns the loss -ln softmax(l)[target] in nats rounded to float (the same bits
  * as the batched kernel gives that row). Thread-safe. */
 float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, double *s_out);
-/* dlogits (overwrite) = (exp(logits - max) / sumexp - onehot) * scale for p < T-1, 0 at
- * p = T-1; max from rowmax, or recomputed from logits when rowmax is NULL (the same
- * value: one pass over the logits less). */
-void induct__xent_backward_lse(float *dlogits, const float *logits, const float *sumexp,
-                               const float *rowmax, const int32_t *tokens, size_t B, size_t T,
-                               size_t V, float scale, int nt);
+/* The unembedding and the cross-entropy, by blocks of rows so that each block's logits
+ * are read back from cache: logits[B*T][V] = x W_U + b_U (x [B*T][D], W_U [D][V]),
+ * losses[B][T-1] in nats as induct__xent_row gives them, and, when dlogits is not NULL,
+ * dlogits (overwrite) = (softmax - onehot) * scale at the scored rows (every p < T-1, or
+ * only p = only-1 when only > 0) and 0 at the others. Returns the sum of all losses
+ * (double, in order). The same bits as one product followed by the row kernels, for any
+ * nt. */
+double induct__unembed_xent(float *logits, float *losses, float *dlogits, const float *x,
+                            const float *W_U, const float *b_U, const int32_t *tokens, size_t B,
+                            size_t T, size_t D, size_t V, float scale, size_t only, int nt);
 
 /* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
  * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about
@@ -217,4 +214,7 @@ void induct__zero(float *x, size_t n, int nt);
 
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
+/* Tests: the attention kernels' AVX-512VL tile (on by default where the CPU has it); off,
+ * they take the AVX2 path. The same bits either way. */
+void induct__simd_avx512_enable(int on);
 int induct__simd_active(void);

@@ -1,5 +1,5 @@
 /* Fused kernels (lib/kernels_attn.inc): the causal-only attention and the
- * log-sum-exp cross-entropy against the straightforward kernels (full T x T GEMMs through
+ * unembedding + cross-entropy against the straightforward kernels (full T x T GEMMs through
  * CBLAS, libm expf, double sums) on awkward shapes and strides; exact zeros above the
  * diagonal; the SIMD and scalar paths bit-identical; 1, 2 and 3 threads bit-identical;
  * the exp approximation against libm. White-box: links the internal library. */
@@ -53,6 +53,7 @@ typedef struct shape {
 static const shape SHAPES[] = {
     {2, 1, 1, 4, 0},  {2, 3, 2, 5, 3},   {1, 8, 1, 8, 0},   {2, 13, 3, 16, 1},
     {1, 37, 2, 24, 0}, {1, 29, 1, 40, 5}, {1, 64, 2, 16, 0}, {1, 70, 1, 33, 2},
+    {1, 200, 2, 16, 0}, {1, 131, 1, 32, 0},
 };
 #define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
 
@@ -138,17 +139,24 @@ START_TEST(test_attention_vs_reference) {
 }
 END_TEST
 
+/* The kernels' path: 0 portable, 1 AVX2 (4-row tiles), 2 the default (AVX-512VL's 8-row
+ * tiles where the CPU has it, else AVX2). */
+static void simd_path(int level) {
+    induct__simd_enable(level > 0);
+    induct__simd_avx512_enable(level == 2);
+}
+
 /* Outputs of one run, copied out. */
 static float *run_attention(const shape *s, int nt, int simd, size_t *len) {
     st = 77;
     bufs b;
     bufs_init(&b, s, nt);
-    induct__simd_enable(simd);
+    simd_path(simd);
     induct__attn_causal_forward(b.z, b.ld, b.att, b.q, b.ld, b.k, b.ld, b.v, b.ld, b.B, b.T, b.H,
                                 b.dh, b.scratch, nt, INDUCT__ATTN_ALL);
     induct__attn_causal_backward(b.dq, b.dk, b.dv, b.dz, b.ld, b.q, b.ld, b.k, b.ld, b.v, b.ld,
                                  b.att, NULL, NULL, NULL, b.B, b.T, b.H, b.dh, b.scratch, nt);
-    induct__simd_enable(1);
+    simd_path(2);
     size_t n = b.N * b.ld, a = b.B * b.H * b.T * b.T;
     float *out = malloc((4 * n + a) * sizeof *out);
     memcpy(out, b.z, n * 4);
@@ -163,15 +171,17 @@ static float *run_attention(const shape *s, int nt, int simd, size_t *len) {
 
 START_TEST(test_attention_bitwise) {
     const shape *s = &SHAPES[_i];
-    size_t n1, n2, n3, n4;
-    float *ref = run_attention(s, 1, 1, &n1);
-    float *two = run_attention(s, 2, 1, &n2);
-    float *three = run_attention(s, 3, 1, &n3);
+    size_t n1, n2, n3, n4, n5;
+    float *ref = run_attention(s, 1, 2, &n1);
+    float *two = run_attention(s, 2, 2, &n2);
+    float *three = run_attention(s, 3, 2, &n3);
     float *scalar = run_attention(s, 1, 0, &n4);
+    float *avx2 = run_attention(s, 2, 1, &n5);
     ck_assert(memcmp(ref, two, n1 * 4) == 0);
     ck_assert(memcmp(ref, three, n1 * 4) == 0);
     ck_assert_msg(memcmp(ref, scalar, n1 * 4) == 0, "SIMD and scalar paths differ");
-    free(ref), free(two), free(three), free(scalar);
+    ck_assert_msg(memcmp(ref, avx2, n1 * 4) == 0, "the 8-row and 4-row tiles differ");
+    free(ref), free(two), free(three), free(scalar), free(avx2);
 }
 END_TEST
 
@@ -182,8 +192,8 @@ START_TEST(test_attention_stages_bitwise) {
     const unsigned plans[2][3] = {
         {INDUCT__ATTN_SCORES, INDUCT__ATTN_SOFTMAX, INDUCT__ATTN_MIX},
         {INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX, INDUCT__ATTN_MIX, 0}};
-    for (int simd = 0; simd < 2; simd++) {
-        induct__simd_enable(simd);
+    for (int simd = 0; simd < 3; simd++) {
+        simd_path(simd);
         st = 77;
         bufs f;
         bufs_init(&f, s, 2);
@@ -219,39 +229,77 @@ START_TEST(test_attention_stages_bitwise) {
         }
         bufs_free(&f);
     }
-    induct__simd_enable(1);
+    simd_path(2);
 }
 END_TEST
 
-START_TEST(test_xent_lse) {
-    const size_t B = 3, T = 5;
-    const size_t Vs[] = {1, 7, 8, 37, 64};
+/* The unembedding + cross-entropy by blocks of rows: logits as one product gives them
+ * (bit for bit, any thread count), losses and dlogits against the plain kernels, the
+ * SIMD and scalar paths bit-identical, `only` and the forward-only call. V 1500 with
+ * d_model 32 and 1,200 rows makes two blocks (the second one short); V 7 and 37 one. */
+START_TEST(test_unembed_xent) {
+    const size_t B = 4, T = 300, D = 32, N = B * T;
+    const size_t Vs[] = {7, 37, 1500};
     for (size_t vi = 0; vi < sizeof Vs / sizeof *Vs; vi++) {
-        size_t V = Vs[vi], n = B * T * V;
+        size_t V = Vs[vi], n = N * V;
         st = 5 + vi;
-        float *logits = malloc(n * 4), *g1 = malloc(n * 4), *g2 = malloc(n * 4);
-        float l1[B * (T - 1)], l2[B * (T - 1)], lse[B * T], rmax[B * T];
-        int32_t tok[B * T];
-        fill(logits, n, 8.0f);
-        for (size_t i = 0; i < B * T; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
-        double s1 = induct__xent_forward_lse(l1, lse, rmax, logits, tok, B, T, V, 2);
-        double s2 = induct__xent_forward(l2, logits, tok, B, T, V, 1);
+        float *x = malloc(N * D * 4), *W = malloc(D * V * 4), *bias = malloc(V * 4);
+        float *lg = malloc(n * 4), *ref = malloc(n * 4), *g1 = malloc(n * 4), *g2 = malloc(n * 4);
+        float *lg2 = malloc(n * 4), *l1 = malloc(N * 4), *l2 = malloc(N * 4), *l3 = malloc(N * 4);
+        int32_t *tok = malloc(N * sizeof *tok);
+        fill(x, N * D, 2.0f);
+        fill(W, D * V, 1.0f);
+        fill(bias, V, 0.5f);
+        for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
+        const float scale = 0.25f;
+        double s1 = induct__unembed_xent(lg, l1, g1, x, W, bias, tok, B, T, D, V, scale, 0, 1);
+        /* the logits: the product of induct__linear_forward, bit for bit */
+        induct__linear_forward(ref, x, W, bias, N, D, V, 1);
+        ck_assert(memcmp(lg, ref, n * 4) == 0);
+        /* losses and gradient against the plain kernels (libm expf, double sums) */
+        double s2 = induct__xent_forward(l2, ref, tok, B, T, V, 1);
         ck_assert_double_eq_tol(s1, s2, 1e-5 * fabs(s2) + 1e-6);
         close_block(l1, 1, l2, 1, B * (T - 1), 1, 1e-6, 1e-5, "losses");
-        induct__xent_backward_lse(g1, logits, lse, rmax, tok, B, T, V, 0.25f, 2);
-        induct__xent_backward(g2, logits, tok, B, T, V, 0.25f, 1);
+        induct__xent_backward(g2, ref, tok, B, T, V, scale, 1);
         close_block(g1, 1, g2, 1, n, 1, 1e-7, 1e-5, "dlogits");
-        /* SIMD and scalar paths agree bitwise, and the row maxima the forward kept are
-         * the ones the backward recomputes without them */
-        float l3[B * (T - 1)], lse3[B * T];
+        /* every loss is the row kernel's, the sum in order */
+        double sum = 0.0;
+        for (size_t bt = 0; bt < N; bt++) {
+            if (bt % T == T - 1) continue;
+            float mx;
+            double se;
+            float lr = induct__xent_row(lg + bt * V, V, tok[bt + 1], &mx, &se);
+            ck_assert(memcmp(&lr, &l1[bt / T * (T - 1) + bt % T], 4) == 0);
+        }
+        for (size_t i = 0; i < B * (T - 1); i++) sum += l1[i];
+        ck_assert(sum == s1);
+        /* 2 and 3 threads, and the scalar path: the same bits */
+        for (int nt = 2; nt <= 3; nt++) {
+            double s3 = induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, 0, nt);
+            ck_assert(s3 == s1);
+            ck_assert(memcmp(lg2, lg, n * 4) == 0);
+            ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+            ck_assert(memcmp(g2, g1, n * 4) == 0);
+        }
         induct__simd_enable(0);
-        induct__xent_forward_lse(l3, lse3, NULL, logits, tok, B, T, V, 1);
-        induct__xent_backward_lse(g2, logits, lse3, NULL, tok, B, T, V, 0.25f, 1);
+        double s4 = induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, 0, 1);
         induct__simd_enable(1);
-        ck_assert(memcmp(l1, l3, sizeof l1) == 0);
-        ck_assert(memcmp(lse, lse3, sizeof lse) == 0);
-        ck_assert(memcmp(g1, g2, n * 4) == 0);
-        free(logits), free(g1), free(g2);
+        ck_assert(s4 == s1);
+        ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+        ck_assert(memcmp(g2, g1, n * 4) == 0);
+        /* forward only: the same losses; one scored position: the others' rows are 0 */
+        induct__unembed_xent(lg2, l3, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 2);
+        ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+        const size_t only = 140;
+        induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, only, 2);
+        ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+        for (size_t bt = 0; bt < N; bt++)
+            for (size_t v = 0; v < V; v++) {
+                float want = bt % T == only - 1 ? g1[bt * V + v] : 0.0f;
+                ck_assert(memcmp(&g2[bt * V + v], &want, 4) == 0);
+            }
+        free(x), free(W), free(bias), free(lg), free(ref), free(g1), free(g2), free(lg2);
+        free(l1), free(l2), free(l3), free(tok);
     }
 }
 END_TEST
@@ -662,7 +710,7 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_attention_vs_reference, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_stages_bitwise, 0, N_SHAPES);
-    tcase_add_test(tc, test_xent_lse);
+    tcase_add_test(tc, test_unembed_xent);
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_adamw);
