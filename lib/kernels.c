@@ -1246,8 +1246,7 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
 #define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
 static size_t unembed_rows(size_t N, size_t D, size_t V) {
     gemm_split rule = gemm_split_rule();
-    size_t cap = getenv("UX_CAP") ? (size_t)atol(getenv("UX_CAP")) : UNEMBED_BLOCK_FLOATS;
-    size_t u = rule.unit, r = u * (cap / (V * u) > 0 ? cap / (V * u) : 1);
+    size_t u = rule.unit, k = UNEMBED_BLOCK_FLOATS / (V * u), r = u * (k ? k : 1);
     while ((double)r * (double)V * (double)D <= rule.small_mnk) r += u;
     if (N <= r || N * V * D < ((size_t)1 << 20)) return 0;
     return r;
