@@ -1239,15 +1239,20 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
 }
 
 /* Rows per block of induct__unembed_xent: a multiple of the product's row unit (the
- * bits of a row do not depend on the block it is computed in, see gemm_split_rule)
- * whose logits fit in UNEMBED_BLOCK_FLOATS (they are read back from the last-level
- * cache; smaller blocks make OpenBLAS pack W_U more often), and whose product stays
- * above the small-matrix limit. 0: one block. */
+ * bits of a row do not depend on the block it is computed in, see gemm_split_rule),
+ * at least one block per thread, and blocks whose logits fit in UNEMBED_BLOCK_FLOATS
+ * (they are read back from the last-level cache; smaller blocks make OpenBLAS pack W_U
+ * more often), each product above the small-matrix limit. 0: one block. */
 #define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
-static size_t unembed_rows(size_t N, size_t D, size_t V) {
+static size_t unembed_rows(size_t N, size_t D, size_t V, int nt) {
     gemm_split rule = gemm_split_rule();
-    size_t u = rule.unit, k = UNEMBED_BLOCK_FLOATS / (V * u), r = u * (k ? k : 1);
-    while ((double)r * (double)V * (double)D <= rule.small_mnk) r += u;
+    size_t u = rule.unit, units = (N + u - 1) / u, k = UNEMBED_BLOCK_FLOATS / (V * u);
+    size_t blocks = (units + (k ? k : 1) - 1) / (k ? k : 1);
+    if (blocks < (size_t)nt) blocks = (size_t)nt < units ? (size_t)nt : units;
+    size_t r = u * ((units + blocks - 1) / blocks);
+    /* every block, the short last one too, above the small-matrix limit */
+    while (r < N && (double)(N - r * ((N - 1) / r)) * (double)V * (double)D <= rule.small_mnk)
+        r += u;
     if (N <= r || N * V * D < ((size_t)1 << 20)) return 0;
     return r;
 }
@@ -1255,7 +1260,7 @@ static size_t unembed_rows(size_t N, size_t D, size_t V) {
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, const float *x,
                             const float *W_U, const float *b_U, const int32_t *tokens, size_t B,
                             size_t T, size_t D, size_t V, float scale, size_t only, int nt) {
-    size_t N = B * T, R = unembed_rows(N, D, V);
+    size_t N = B * T, R = unembed_rows(N, D, V, nt);
     if (!R) R = N;
     size_t blocks = (N + R - 1) / R;
     if ((size_t)nt > blocks) nt = (int)blocks;
