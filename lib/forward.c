@@ -691,6 +691,12 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
     return INDUCT_OK;
 }
 
+/* Where the unembedding's input gradient goes: d(lnf) with LayerNorm, else straight into
+ * d(resid). */
+static float *unembed_dinp(induct_model *m) {
+    return m->cfg.layer_norm ? W(m->g_h) : W(m->g_resid);
+}
+
 /* The loss gradient's factor: 1 / (the mean's sequences x scored positions in each). */
 static float loss_scale(const induct__pass *p) {
     double rows = p->scale_rows ? (double)p->scale_rows : (double)p->B;
@@ -758,9 +764,11 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
             induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                       W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
-    /* with gradients the loss's gradient comes out of the same pass over the logits */
+    /* with gradients the loss's gradient and d(lnf) come out of the same pass over the
+     * logits (the backward pass takes them from there) */
     double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses),
-                                      p->grad ? W(m->g_logits) : NULL, W(m->a_lnf), P(m->W_U),
+                                      p->grad ? W(m->g_logits) : NULL,
+                                      p->grad ? unembed_dinp(m) : NULL, W(m->a_lnf), P(m->W_U),
                                       P(m->b_U), tokens, B, T, D, V, loss_scale(p), p->score_pos,
                                       nt);
     double count = (double)B * (T - 1);
@@ -880,10 +888,10 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    /* unembed: logits = lnf W_U + b_U (their gradient is the forward's, loss_scale) */
-    float *dlnf = c->layer_norm ? dh_ : dres; /* without LN: straight into d resid */
-    linear_backward_new(m, dlnf, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U), N,
-                        D, V);
+    /* unembed: logits = lnf W_U + b_U; the forward left dlogits (loss_scale) and d(lnf)
+     * (unembed_dinp) */
+    induct__linear_backward(NULL, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U),
+                            N, D, V, W(m->g_wt), nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
         ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,

@@ -1257,9 +1257,10 @@ static size_t unembed_rows(size_t N, size_t D, size_t V, int nt) {
     return r;
 }
 
-double induct__unembed_xent(float *logits, float *losses, float *dlogits, const float *x,
-                            const float *W_U, const float *b_U, const int32_t *tokens, size_t B,
-                            size_t T, size_t D, size_t V, float scale, size_t only, int nt) {
+double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
+                            const float *x, const float *W_U, const float *b_U,
+                            const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
+                            float scale, size_t only, int nt) {
     size_t N = B * T, R = unembed_rows(N, D, V, nt);
     if (!R) R = N;
     size_t blocks = (N + R - 1) / R;
@@ -1289,6 +1290,9 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, const 
             }
             losses[b * (T - 1) + p] = loss;
         }
+        if (dx) /* the block's input gradient while its dlogits are in cache */
+            gemm_serial(0, 1, r1 - r0, D, V, 1.0f, dlogits + r0 * V, V, W_U, V, 0.0f, dx + r0 * D,
+                        D);
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];

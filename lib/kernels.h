@@ -164,12 +164,13 @@ float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, 
  * are read back from cache: logits[B*T][V] = x W_U + b_U (x [B*T][D], W_U [D][V]),
  * losses[B][T-1] in nats as induct__xent_row gives them, and, when dlogits is not NULL,
  * dlogits (overwrite) = (softmax - onehot) * scale at the scored rows (every p < T-1, or
- * only p = only-1 when only > 0) and 0 at the others. Returns the sum of all losses
- * (double, in order). The same bits as one product followed by the row kernels, for any
- * nt. */
-double induct__unembed_xent(float *logits, float *losses, float *dlogits, const float *x,
-                            const float *W_U, const float *b_U, const int32_t *tokens, size_t B,
-                            size_t T, size_t D, size_t V, float scale, size_t only, int nt);
+ * only p = only-1 when only > 0) and 0 at the others; with dlogits, when dx is not NULL,
+ * dx[B*T][D] (overwrite) = dlogits W_U^T. Returns the sum of all losses (double, in
+ * order). The same bits as whole products (induct__gemm) and the row kernels, any nt. */
+double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
+                            const float *x, const float *W_U, const float *b_U,
+                            const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
+                            float scale, size_t only, int nt);
 
 /* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
  * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about

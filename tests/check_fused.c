@@ -252,7 +252,8 @@ START_TEST(test_unembed_xent) {
         fill(bias, V, 0.5f);
         for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
         const float scale = 0.25f;
-        double s1 = induct__unembed_xent(lg, l1, g1, x, W, bias, tok, B, T, D, V, scale, 0, 1);
+        double s1 =
+            induct__unembed_xent(lg, l1, g1, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
         /* the logits: the product of induct__linear_forward, bit for bit */
         induct__linear_forward(ref, x, W, bias, N, D, V, 1);
         ck_assert(memcmp(lg, ref, n * 4) == 0);
@@ -273,25 +274,31 @@ START_TEST(test_unembed_xent) {
         }
         for (size_t i = 0; i < B * (T - 1); i++) sum += l1[i];
         ck_assert(sum == s1);
-        /* 2 and 3 threads, and the scalar path: the same bits */
-        for (int nt = 2; nt <= 3; nt++) {
-            double s3 = induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, 0, nt);
+        /* d(input) = dlogits W_U^T: the product of the plain backward, bit for bit */
+        float *dx = malloc(N * D * 4), *dx2 = malloc(N * D * 4);
+        induct__gemm(1, 0, 1, N, D, V, 1.0f, g1, V, W, V, 0.0f, dx2, D);
+        /* 1, 2 and 3 threads, and the scalar path: the same bits */
+        for (int nt = 1; nt <= 3; nt++) {
+            double s3 = induct__unembed_xent(lg2, l3, g2, dx, x, W, bias, tok, B, T, D, V, scale,
+                                             0, nt);
             ck_assert(s3 == s1);
             ck_assert(memcmp(lg2, lg, n * 4) == 0);
             ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
             ck_assert(memcmp(g2, g1, n * 4) == 0);
+            ck_assert(memcmp(dx, dx2, N * D * 4) == 0);
         }
         induct__simd_enable(0);
-        double s4 = induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, 0, 1);
+        double s4 =
+            induct__unembed_xent(lg2, l3, g2, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
         induct__simd_enable(1);
         ck_assert(s4 == s1);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         ck_assert(memcmp(g2, g1, n * 4) == 0);
         /* forward only: the same losses; one scored position: the others' rows are 0 */
-        induct__unembed_xent(lg2, l3, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 2);
+        induct__unembed_xent(lg2, l3, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 2);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         const size_t only = 140;
-        induct__unembed_xent(lg2, l3, g2, x, W, bias, tok, B, T, D, V, scale, only, 2);
+        induct__unembed_xent(lg2, l3, g2, NULL, x, W, bias, tok, B, T, D, V, scale, only, 2);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         for (size_t bt = 0; bt < N; bt++)
             for (size_t v = 0; v < V; v++) {
@@ -299,6 +306,7 @@ START_TEST(test_unembed_xent) {
                 ck_assert(memcmp(&g2[bt * V + v], &want, 4) == 0);
             }
         free(x), free(W), free(bias), free(lg), free(ref), free(g1), free(g2), free(lg2);
+        free(dx), free(dx2);
         free(l1), free(l2), free(l3), free(tok);
     }
 }
