@@ -1444,6 +1444,34 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
     }
 }
 
+/* Sum of squares in double: at most SUMSQ_BLOCKS blocks of at least 16384 floats (the
+ * block size depends on n only), each summed in four interleaved partial sums (four
+ * dependency chains instead of one), the blocks added in order: the same bits for any nt. */
+#define SUMSQ_BLOCKS 256
+double induct__sumsq(const float *x, size_t n, int nt) {
+    size_t len = (n + SUMSQ_BLOCKS - 1) / SUMSQ_BLOCKS;
+    if (len < 16384) len = 16384;
+    size_t blocks = (n + len - 1) / len;
+    double part[SUMSQ_BLOCKS];
+    if (blocks < 2) nt = 1;
+    PFOR
+    for (idx k = 0; k < (idx)blocks; k++) {
+        size_t i = (size_t)k * len, end = i + len < n ? i + len : n;
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        for (; i + 4 <= end; i += 4) {
+            s0 += (double)x[i] * x[i];
+            s1 += (double)x[i + 1] * x[i + 1];
+            s2 += (double)x[i + 2] * x[i + 2];
+            s3 += (double)x[i + 3] * x[i + 3];
+        }
+        for (; i < end; i++) s0 += (double)x[i] * x[i];
+        part[k] = (s0 + s1) + (s2 + s3);
+    }
+    double s = 0.0;
+    for (size_t k = 0; k < blocks; k++) s += part[k];
+    return s;
+}
+
 void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
                             int nt) {
     if (N * C < ((size_t)1 << 15)) nt = 1;

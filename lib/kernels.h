@@ -210,6 +210,9 @@ void induct__rows_plus_bias(float *out, const float *inp, const float *bias, siz
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
 
+/* sum_i x[i]^2 in double, in a fixed order that depends on n only (any nt: same bits). */
+double induct__sumsq(const float *x, size_t n, int nt);
+
 /* x[0..n) = 0, in parallel chunks. */
 void induct__zero(float *x, size_t n, int nt);
 

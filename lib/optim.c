@@ -147,8 +147,7 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *o, double *grad_norm_out)
     INDUCT_FAIL_IF(!o, INDUCT_EINVAL, "induct_optimizer_step: optimizer is NULL");
     induct_model *m = o->model;
     const float *g = m->grads;
-    double ss = 0.0;
-    for (size_t i = 0; i < m->n_params; i++) ss += (double)g[i] * g[i];
+    double ss = induct__sumsq(g, m->n_params, induct__nt(m));
     INDUCT_FAIL_IF(!isfinite(ss), INDUCT_ENUMERIC,
                    "optimizer step %llu: a gradient is NaN or infinite; weights unchanged",
                    (unsigned long long)o->step);

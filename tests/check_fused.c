@@ -345,6 +345,29 @@ START_TEST(test_gelu) {
 }
 END_TEST
 
+/* The gradient norm's sum of squares: against a long double sum, and the same bits for
+ * 1, 2 and 3 threads (one block, several, and more than 256 blocks' worth of floats). */
+START_TEST(test_sumsq) {
+    const size_t ns[] = {0, 1, 5, 3 * 16384 + 7, 256 * 16384 + 4099};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+        size_t n = ns[ni];
+        st = 11 + ni;
+        float *x = malloc((n ? n : 1) * 4);
+        fill(x, n, 3.0f);
+        long double ref = 0.0L;
+        for (size_t i = 0; i < n; i++) ref += (long double)x[i] * x[i];
+        double s1 = induct__sumsq(x, n, 1);
+        ck_assert_msg(fabsl((long double)s1 - ref) <= 1e-12L * ref, "%zu: %.17g vs %.17Lg", n,
+                      s1, ref);
+        for (int nt = 2; nt <= 3; nt++) {
+            double s2 = induct__sumsq(x, n, nt);
+            ck_assert(memcmp(&s1, &s2, sizeof s1) == 0);
+        }
+        free(x);
+    }
+}
+END_TEST
+
 /* colsum: per column, rows in order, in double: exactly this loop. */
 START_TEST(test_colsum) {
     const size_t N = 300, C = 37, ld = 41;
@@ -719,6 +742,7 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_stages_bitwise, 0, N_SHAPES);
     tcase_add_test(tc, test_unembed_xent);
+    tcase_add_test(tc, test_sumsq);
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_adamw);
