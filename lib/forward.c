@@ -170,14 +170,15 @@ static void proj_backward(induct_model *m, float *dx, float dx_beta, float *dW, 
     int nt = induct__nt(m);
     size_t HD = H * dh;
     float *gw = W(m->g_w);
-    induct__gemm(nt, 1, 0, D, HD, N, 1.0f, x, D, dy, HD, 0.0f, gw, HD);
+    induct__gemm_args w = {1, 0, D, HD, N, 1.0f, x, D, dy, HD, 0.0f, gw, HD};
+    induct__gemm_args in = {0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, dx_beta, dx, D};
+    induct__gemm2(nt, &w, &in);
     for (size_t h = 0; h < H; h++)
         for (size_t d = 0; d < D; d++) {
             float *dst = dW + (h * D + d) * dh;
             const float *src = gw + d * HD + h * dh;
             for (size_t j = 0; j < dh; j++) dst[j] += src[j];
         }
-    induct__gemm(nt, 0, 1, N, D, HD, 1.0f, dy, HD, Wp, HD, dx_beta, dx, D);
 }
 
 /* dinp = (overwrite) dout W^T; dW += inp^T dout; dbias += column sums (beta = 0 instead
@@ -832,8 +833,9 @@ static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l
     }
     induct__colsum(G(o->b_O), dout, N, D, D, nt);
     if (!mr) {
-        induct__gemm(nt, 0, 1, N, HD, D, 1.0f, dout, D, P(o->W_O), D, 0.0f, dz, HD);
-        induct__gemm(nt, 1, 0, HD, D, N, 1.0f, W(a->z), HD, dout, D, 1.0f, G(o->W_O), D);
+        induct__gemm_args in = {0, 1, N, HD, D, 1.0f, dout, D, P(o->W_O), D, 0.0f, dz, HD};
+        induct__gemm_args w = {1, 0, HD, D, N, 1.0f, W(a->z), HD, dout, D, 1.0f, G(o->W_O), D};
+        induct__gemm2(nt, &in, &w);
         return;
     }
     float *dr = bs + N * D; /* d result_h, [N, D] per head */

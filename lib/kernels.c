@@ -199,6 +199,25 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
     }
 }
 
+void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *y) {
+#ifdef _OPENMP
+    if (nt == 2) {
+#pragma omp parallel num_threads(2)
+        {
+            const induct__gemm_args *g = omp_get_thread_num() == 0 ? x : y;
+            gemm_serial(g->transA, g->transB, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B,
+                        g->ldb, g->beta, g->C, g->ldc);
+        }
+        return;
+    }
+#endif
+    for (int i = 0; i < 2; i++) {
+        const induct__gemm_args *g = i ? y : x;
+        induct__gemm(nt, g->transA, g->transB, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B,
+                     g->ldb, g->beta, g->C, g->ldc);
+    }
+}
+
 /* Rows [r0, r1) of C = inp + bias (inp may be NULL) before a beta = 1 product. */
 static void prefill_rows(float *C, size_t ldc, const float *inp, size_t ldi, const float *bias,
                          size_t r0, size_t r1, size_t N) {
@@ -1238,36 +1257,54 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
     return loss;
 }
 
-/* Rows per block of induct__unembed_xent: a multiple of the product's row unit (the
- * bits of a row do not depend on the block it is computed in, see gemm_split_rule),
- * at least one block per thread, and blocks whose logits fit in UNEMBED_BLOCK_FLOATS
- * (they are read back from the last-level cache; smaller blocks make OpenBLAS pack W_U
- * more often), each product above the small-matrix limit. 0: one block. */
+/* Blocks of rows of induct__unembed_xent: whole multiples of the product's row unit but
+ * the last (the bits of a row do not depend on the block it is computed in, see
+ * gemm_split_rule), a multiple of the thread count of them, logits of a block within
+ * UNEMBED_BLOCK_FLOATS (they are read back from the last-level cache; smaller blocks make
+ * OpenBLAS pack W_U more often), every product above the small-matrix limit. Block k is
+ * rows [unembed_row(k), unembed_row(k + 1)). */
 #define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
-static size_t unembed_rows(size_t N, size_t D, size_t V, int nt) {
+typedef struct unembed_plan {
+    size_t N, unit, units, blocks;
+} unembed_plan;
+
+static size_t unembed_row(const unembed_plan *pl, size_t k) {
+    size_t r = pl->units * k / pl->blocks * pl->unit;
+    return r < pl->N ? r : pl->N;
+}
+
+static unembed_plan unembed_blocks(size_t N, size_t D, size_t V, int nt) {
     gemm_split rule = gemm_split_rule();
-    size_t u = rule.unit, units = (N + u - 1) / u, k = UNEMBED_BLOCK_FLOATS / (V * u);
-    size_t blocks = (units + (k ? k : 1) - 1) / (k ? k : 1);
-    if (blocks < (size_t)nt) blocks = (size_t)nt < units ? (size_t)nt : units;
-    size_t r = u * ((units + blocks - 1) / blocks);
-    /* every block, the short last one too, above the small-matrix limit */
-    while (r < N && (double)(N - r * ((N - 1) / r)) * (double)V * (double)D <= rule.small_mnk)
-        r += u;
-    if (N <= r || N * V * D < ((size_t)1 << 20)) return 0;
-    return r;
+    unembed_plan pl = {N, rule.unit, (N + rule.unit - 1) / rule.unit, 1};
+    size_t k = UNEMBED_BLOCK_FLOATS / (V * pl.unit);
+    if (!k) k = 1;
+    if (N * V * D < ((size_t)1 << 20)) return pl; /* one product */
+    pl.blocks = (pl.units + k - 1) / k;
+    pl.blocks = (pl.blocks + (size_t)nt - 1) / (size_t)nt * (size_t)nt; /* as many per thread */
+    if (pl.blocks > pl.units) pl.blocks = pl.units;
+    /* fewer blocks until the smallest is above the small-matrix limit */
+    for (; pl.blocks > 1; pl.blocks--) {
+        size_t smallest = N;
+        for (size_t b = 0; b < pl.blocks; b++) {
+            size_t n = unembed_row(&pl, b + 1) - unembed_row(&pl, b);
+            if (n < smallest) smallest = n;
+        }
+        if ((double)smallest * (double)V * (double)D > rule.small_mnk) break;
+    }
+    return pl;
 }
 
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
                             const float *x, const float *W_U, const float *b_U,
                             const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
                             float scale, size_t only, int nt) {
-    size_t N = B * T, R = unembed_rows(N, D, V, nt);
-    if (!R) R = N;
-    size_t blocks = (N + R - 1) / R;
+    size_t N = B * T;
+    unembed_plan pl = unembed_blocks(N, D, V, nt);
+    size_t blocks = pl.blocks;
     if ((size_t)nt > blocks) nt = (int)blocks;
     PFOR
     for (idx k = 0; k < (idx)blocks; k++) {
-        size_t r0 = (size_t)k * R, r1 = r0 + R < N ? r0 + R : N;
+        size_t r0 = unembed_row(&pl, (size_t)k), r1 = unembed_row(&pl, (size_t)k + 1);
         prefill_rows(logits, V, NULL, 0, b_U, r0, r1, V);
         gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, logits + r0 * V, V);
         for (size_t bt = r0; bt < r1; bt++) {

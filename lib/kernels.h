@@ -19,6 +19,23 @@ int induct__blas_mode(void);
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
                   const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
                   size_t ldc);
+/* Two independent products (their outputs do not overlap). With two threads each runs
+ * whole on its own thread, which balances products whose rows split unevenly or not at
+ * all (a d_model x d_model weight gradient); otherwise one after the other, each split
+ * over nt threads. The same bits either way (induct__gemm's splits keep them). */
+typedef struct induct__gemm_args {
+    int transA, transB;
+    size_t M, N, K;
+    float alpha;
+    const float *A;
+    size_t lda;
+    const float *B;
+    size_t ldb;
+    float beta;
+    float *C;
+    size_t ldc;
+} induct__gemm_args;
+void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *y);
 
 /* The portable product (gemm_portable.c): same contract as one single-threaded sgemm /
  * dgemm call, plain C loops written for the vectoriser; always compiled (tests compare
