@@ -181,6 +181,16 @@ struct induct__call_hook {
 /* The pass p may cover part of the caller's batch (a gradient shard: sequences p->row0
  * ... p->row0 + p->B - 1 of c->shape[0]): the callback sees shape[0] = p->B, a cache
  * copy goes to those sequences' place. */
+/* The callback running on this thread: which model's pass, and the sequences of the
+ * caller's batch it sees (induct_model_hook_batch_index). Per thread, not on the model:
+ * nothing about one call lives on the model, and a pass calls its hooks on the thread
+ * that runs it. */
+typedef struct hook_call {
+    const induct_model *model; /* NULL outside a callback */
+    uint32_t first, batch;
+} hook_call;
+static _Thread_local hook_call current;
+
 static int call_trampoline(void *user, induct_model *m, const induct__pass *p, uint32_t point,
                            uint32_t l, float *x) {
     const struct induct__call_hook *c = user;
@@ -193,12 +203,10 @@ static int call_trampoline(void *user, induct_model *m, const induct__pass *p, u
     uint32_t shape[4];
     memcpy(shape, c->shape, sizeof shape);
     shape[0] = p->B;
-    uint32_t first = m->hook_first, batch = m->hook_batch; /* restored after the call */
-    m->hook_first = p->row0;
-    m->hook_batch = p->scale_rows ? p->scale_rows : p->B;
+    hook_call outer = current; /* restored after the call (a hook may run a pass) */
+    current = (hook_call){m, p->row0, p->scale_rows ? p->scale_rows : p->B};
     int r = c->fn(c->user, c->name, x, shape, c->ndim);
-    m->hook_first = first;
-    m->hook_batch = batch;
+    current = outer;
     INDUCT_FAIL_IF(r != 0, INDUCT_EINTERRUPTED, "hook on '%s' returned %d: pass stopped", c->name,
                    r);
     return INDUCT_OK;
@@ -208,9 +216,10 @@ INDUCT_API int induct_model_hook_batch_index(const induct_model *m, uint32_t *fi
                                              uint32_t *batch_out) {
     const char *fn = "induct_model_hook_batch_index";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_FAIL_IF(!m->hook_batch, INDUCT_ESTATE, "%s: no hook of this model is running", fn);
-    if (first_out) *first_out = m->hook_first;
-    if (batch_out) *batch_out = m->hook_batch;
+    INDUCT_FAIL_IF(current.model != m, INDUCT_ESTATE,
+                   "%s: no hook of this model is running on this thread", fn);
+    if (first_out) *first_out = current.first;
+    if (batch_out) *batch_out = current.batch;
     return INDUCT_OK;
 }
 

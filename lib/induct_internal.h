@@ -272,9 +272,6 @@ struct induct_model {
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w, g_wt;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
-    /* during a caller hook's callback (hooks.c): its activation's first sequence in the
-     * whole batch and that batch's size; hook_batch 0 outside a callback */
-    uint32_t hook_first, hook_batch;
     /* resource limits: bytes held for this model (parameters, gradients, tables,
      * workspace, staging, optimizer moments), capped by cfg.max_bytes */
     _Atomic uint64_t mem_held;

@@ -2847,9 +2847,10 @@ INDUCT_API int induct_train_step_tokens_with_hooks(induct_optimizer *optimizer,
  * @param[out] first_out Index in the whole batch of the activation's first sequence
  *        (may be NULL).
  * @param[out] batch_out Sequences in the whole batch (may be NULL).
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ESTATE (called outside a
- *         callback of a pass on this model).
- * @since 0.1 Call it from the hook, on the thread that runs the pass.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model); ::INDUCT_ESTATE (not called from
+ *         inside a callback of a pass on this model, on the thread that runs the pass).
+ * @since 0.1 Call it from the hook, on the thread that runs the pass (the answer is kept
+ *        per thread, not on the model).
  */
 INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t *first_out,
                                              uint32_t *batch_out);
