@@ -457,6 +457,36 @@ static int use_fold(const induct_model *m, const induct__pass *p) {
            !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
 }
 
+/* Does pass p compute layer l only at its rows p->rows (rows_attention, rows_mlp)?
+ * Only the last layer of a forward-only pass with rows (the analyses' partial passes;
+ * never training), and only when no hook sits at that layer
+ * (a hook there sees a whole tensor: the whole layer is computed, correct first). The
+ * earlier layers feed the keys and values of every position, so they stay whole. */
+static int rows_layer(const induct_model *m, const induct__pass *p, uint32_t l) {
+    if (!p->rows || p->grad || l + 1 != m->cfg.n_layers) return 0;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++)
+            if (p->hooks[s][i].layer == l) return 0;
+    return 1;
+}
+
+static size_t rows_tail_scratch(const induct_model *m, const induct__pass *p);
+
+/* Floats of scratch the row products of rows_attention and rows_mlp need. */
+static size_t rows_scratch(const induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    if (!rows_layer(m, p, c->n_layers - 1)) return 0;
+    size_t N = (size_t)p->B * p->T, D = c->d_model, HD = (size_t)c->n_heads * c->d_head;
+    size_t M = c->d_mlp, need = 0;
+    size_t shape[4][2] = {{HD, D}, {D, HD}, {M, D}, {D, M}}; /* W_Q, W_O, W_in, W_out */
+    for (int i = 0; i < (M ? 4 : 2); i++) {
+        size_t n = induct__gemm_bias_rows_scratch(N, shape[i][0], shape[i][1], p->rows,
+                                                  p->n_rows);
+        if (n > need) need = n;
+    }
+    return need;
+}
+
 /* Floats of scratch the hooks of pass p need for points the workspace does not hold:
  * the embeddings apart, a LayerNorm's normalised input, the per-head results and the
  * attention output. */
@@ -480,14 +510,27 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
             }
             if (n > need) need = n;
         }
-    size_t rows = p->n_rows * (2 * (size_t)c->d_model + c->d_vocab + 2);
-    return rows > need ? rows : need;
+    if (!p->rows) return need;
+    size_t tail = rows_tail_scratch(m, p), layer = rows_scratch(m, p);
+    if (tail > need) need = tail;
+    return layer > need ? layer : need;
 }
 
-/* The final LayerNorm, logits and loss at rows p->rows only (see induct__pass). */
+/* Floats of rows_tail's scratch: its rows' inputs, LayerNorm outputs, logits and
+ * statistics, then the unembedding's row product. */
+static size_t rows_tail_scratch(const induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    return p->n_rows * (2 * (size_t)c->d_model + c->d_vocab + 2) +
+           induct__gemm_bias_rows_scratch((size_t)p->B * p->T, c->d_vocab, c->d_model, p->rows,
+                                          p->n_rows);
+}
+
+/* The final LayerNorm, logits and loss at rows p->rows only (see induct__pass): each
+ * row's loss has the whole pass's bits (LayerNorm row by row, the unembedding's rows at
+ * their places in OpenBLAS's tiles, induct__gemm_bias_rows, the same cross-entropy row). */
 static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
     const induct_model_config *c = &m->cfg;
-    size_t R = p->n_rows, D = c->d_model, V = c->d_vocab;
+    size_t R = p->n_rows, D = c->d_model, V = c->d_vocab, N = (size_t)p->B * p->T;
     int nt = induct__nt(m);
     float *x = hs, *y = x + R * D, *lg = y + R * D, *mu = lg + R * V, *rs = mu + R;
     for (size_t i = 0; i < R; i++)
@@ -496,7 +539,8 @@ static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
         induct__layernorm_forward(y, mu, rs, x, P(m->lnf_w), P(m->lnf_b), R, D, nt);
         x = y;
     }
-    induct__linear_forward(lg, x, P(m->W_U), P(m->b_U), R, D, V, nt);
+    induct__gemm_bias_rows(nt, N, V, D, x, D, P(m->W_U), V, lg, V, NULL, 0, P(m->b_U), p->rows,
+                           R, INDUCT__ROWS_PACKED_A | INDUCT__ROWS_PACKED_C, rs + R);
     double sum = 0.0;
     for (size_t i = 0; i < R; i++) {
         /* the full pass's cross-entropy kernel, one row: the same bits from the same logits */
@@ -692,6 +736,69 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
     return INDUCT_OK;
 }
 
+/* attention_layer at the rows p->rows only (see rows_layer: no hooks at this layer).
+ * LN1, the keys and the values stay whole (every position up to a row is read); the
+ * query, the pattern row, z and the attention output are computed at the rows only.
+ * Bits: every row gets the whole pass's operations in the whole pass's order (the row
+ * products keep each row's place in OpenBLAS's tiles, induct__gemm_bias_rows; the
+ * attention rows keep their query block, induct__attn_causal_rows), so a row's loss is
+ * bit-identical to the whole pass's (tests/check_rows.c). */
+static void rows_attention(induct_model *m, const induct__pass *p, uint32_t l, int fold,
+                           float *attn_resid, float *hs) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    uint32_t B = p->B, T = p->T;
+    int nt = induct__nt(m);
+    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    size_t R = p->n_rows;
+    if (c->layer_norm)
+        induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd), W(a->resid_pre),
+                                  P(o->ln1_w), P(o->ln1_b), N, D, nt);
+    if (induct__qk_reads_pos(c, l))
+        induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
+    pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
+    pack_heads(W(a->wk), P(o->W_K), D, H, dh);
+    pack_heads(W(a->wv), P(o->W_V), D, H, dh);
+    if (l == 0 && fold) { /* a one-layer model: the tables give every row at once */
+        fold_forward(m, p->tokens, B, T);
+    } else {
+        induct__gemm_bias_rows(nt, N, HD, D, W(a->qk_in), D, W(a->wq), HD, W(a->q), HD, NULL,
+                               0, P(o->b_Q), p->rows, R, 0, hs);
+        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+    }
+    if (c->smeared_keys)
+        induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
+    induct__attn_causal_rows(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, B,
+                             T, H, dh, p->rows, R, W(m->g_att), nt);
+    induct__gemm_bias_rows(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
+                           W(a->resid_pre), D, P(o->b_O), p->rows, R, 0, hs);
+}
+
+/* The MLP of layer l at the rows p->rows only (see rows_attention). */
+static void rows_mlp(induct_model *m, const induct__pass *p, uint32_t l, float *out_resid,
+                     float *hs) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    int nt = induct__nt(m);
+    size_t N = (size_t)p->B * p->T, D = c->d_model, M = c->d_mlp, R = p->n_rows;
+    /* LayerNorm and GELU work row by row (element by element): the same bits per row */
+    for (size_t i = 0; c->layer_norm && i < R; i++) {
+        size_t r = p->rows[i];
+        induct__layernorm_forward(W(a->ln2) + r * D, W(a->ln2_mean) + r, W(a->ln2_rstd) + r,
+                                  W(a->resid_mid) + r * D, P(o->ln2_w), P(o->ln2_b), 1, D, 1);
+    }
+    induct__gemm_bias_rows(nt, N, M, D, W(a->ln2), D, P(o->W_in), M, W(a->mlp_pre), M, NULL, 0,
+                           P(o->b_in), p->rows, R, 0, hs);
+    for (size_t i = 0; i < R; i++)
+        induct__gelu_forward_fast(W(a->mlp_post) + p->rows[i] * M,
+                                  W(a->mlp_pre) + p->rows[i] * M, M, 1);
+    induct__gemm_bias_rows(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
+                           W(a->resid_mid), D, P(o->b_out), p->rows, R, 0, hs);
+}
+
 /* Where the unembedding's input gradient goes: d(lnf) with LayerNorm, else straight into
  * d(resid). */
 static float *unembed_dinp(induct_model *m) {
@@ -726,6 +833,11 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
         const induct__layer_act *a = &m->A[l];
         float *out_resid = (l + 1 < c->n_layers) ? W(m->A[l + 1].resid_pre) : W(m->a_resid_final);
         float *attn_resid = M ? W(a->resid_mid) : out_resid;
+        if (rows_layer(m, p, l)) { /* the last layer, at the scored rows only */
+            if (!p->resume || l != l0) rows_attention(m, p, l, fold, attn_resid, hs);
+            if (M) rows_mlp(m, p, l, out_resid, hs);
+            continue;
+        }
         if (!p->resume || l != l0) INDUCT_TRY(attention_layer(m, p, l, fold, attn_resid, hs));
         if (M) {
             FIRE(INDUCT__HP_RESID_MID, l, W(a->resid_mid));

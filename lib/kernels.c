@@ -264,6 +264,85 @@ void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, siz
     gemm_prefilled(nt, 0, 0, M, N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias);
 }
 
+/* Rows of a product computed apart (induct__gemm_bias_rows). The whole M-row call gives
+ * a row bits that depend on its position modulo OpenBLAS's micro-tile period (every
+ * period gemm_split_rule knows divides GEMM_ROWS_PERIOD) and on whether it lies in the
+ * call's last M mod period rows (remainder kernels): the rule that lets induct__gemm
+ * split rows. The gathered call therefore puts each requested row at a slot congruent to
+ * it modulo GEMM_ROWS_PERIOD (the k-th row of a residue at k periods), the rows of the
+ * whole call's last partial period (M mod GEMM_ROWS_PERIOD rows) last at their own
+ * offsets, and adds zero rows, a period at a time, to stay above OpenBLAS's small-matrix
+ * limit when the whole call is above it (tests/check_rows.c compares the two). */
+#define GEMM_ROWS_PERIOD 48
+
+typedef struct gemm_rows_plan {
+    size_t body, tail; /* rows before the last partial period (a multiple of it), after it */
+    size_t cnt[GEMM_ROWS_PERIOD];
+    size_t last;
+} gemm_rows_plan;
+
+/* The slot of the next requested row (rows non-decreasing); body: the plan's (when
+ * known). */
+static size_t gemm_rows_next(gemm_rows_plan *pl, size_t M, size_t row, size_t body) {
+    const size_t u = GEMM_ROWS_PERIOD, r = row % u;
+    if (M % u && row >= M - M % u) {
+        pl->tail = M % u;
+        return body + r;
+    }
+    if (row != pl->last) pl->cnt[r]++;
+    pl->last = row;
+    size_t slot = (pl->cnt[r] - 1) * u + r;
+    if (slot + u - r > pl->body) pl->body = slot + u - r;
+    return slot;
+}
+
+static gemm_rows_plan gemm_rows_layout(size_t M, size_t N, size_t K, const size_t *rows,
+                                       size_t n) {
+    gemm_rows_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.last = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) (void)gemm_rows_next(&pl, M, rows[i], 0);
+    double small = gemm_split_rule().small_mnk, nk = (double)N * (double)K;
+    if (small > 0 && (double)M * nk > small)
+        while ((double)(pl.body + pl.tail) * nk <= small) pl.body += GEMM_ROWS_PERIOD;
+    return pl;
+}
+
+size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
+                                      size_t n) {
+    gemm_rows_plan pl = gemm_rows_layout(M, N, K, rows, n);
+    return (pl.body + pl.tail) * (K + N);
+}
+
+void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                            const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                            size_t ldi, const float *bias, const size_t *rows, size_t n,
+                            unsigned packed, float *scratch) {
+    gemm_rows_plan pl = gemm_rows_layout(M, N, K, rows, n), it;
+    size_t Mg = pl.body + pl.tail;
+    float *Ag = scratch, *Cg = scratch + Mg * K;
+    /* rows nobody asked for: zeros (each row of C reads only its own row of A) */
+    memset(Ag, 0, Mg * K * sizeof *Ag);
+    memset(Cg, 0, Mg * N * sizeof *Cg);
+    memset(&it, 0, sizeof it);
+    it.last = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        size_t r = gemm_rows_next(&it, M, rows[i], pl.body);
+        size_t ra = packed & INDUCT__ROWS_PACKED_A ? i : rows[i];
+        memcpy(Ag + r * K, A + ra * lda, K * sizeof *Ag);
+        prefill_rows(Cg + r * N, N, inp ? inp + rows[i] * ldi : NULL, ldi, bias, 0, 1, N);
+    }
+    /* what gemm_prefilled multiplies after its prefill: the same sgemm calls */
+    induct__gemm(nt, 0, 0, Mg, N, K, 1.0f, Ag, K, B, ldb, 1.0f, Cg, N);
+    memset(&it, 0, sizeof it);
+    it.last = SIZE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        size_t r = gemm_rows_next(&it, M, rows[i], pl.body);
+        size_t rc = packed & INDUCT__ROWS_PACKED_C ? i : rows[i];
+        memcpy(C + rc * ldc, Cg + r * N, N * sizeof *C);
+    }
+}
+
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
                            const float *W_pos, size_t B, size_t T, size_t D, int nt) {
     PFOR
@@ -1155,6 +1234,51 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
             }
 #endif
             attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
+        }
+    }
+}
+
+void induct__attn_causal_rows(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                              const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                              size_t T, size_t H, size_t dh, const size_t *rows, size_t n_rows,
+                              float *scratch, int nt) {
+    size_t per = induct__attn_scratch_floats(T, dh);
+    float scale = 1.0f / sqrtf((float)dh);
+    int simd = attn_simd(T); /* the instantiation (and tile) the whole pass takes */
+    (void)simd;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#endif
+    {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = scratch + (size_t)tid * per;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (idx bh = 0; bh < (idx)(B * H); bh++) {
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
+            float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
+            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
+                        *vb = v + r0 * ldv + h * dh;
+#ifdef INDUCT_AVX512
+            if (simd == 2) {
+                attn_rows_bh_avx512(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
+                                    rows, n_rows, b);
+                continue;
+            }
+#endif
+#ifdef INDUCT_AVX2
+            if (simd) {
+                attn_rows_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, rows,
+                                  n_rows, b);
+                continue;
+            }
+#endif
+            attn_rows_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, rows,
+                                n_rows, b);
         }
     }
 }

@@ -159,6 +159,15 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                                  const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
                                  size_t T, size_t H, size_t dh, float *scratch, int nt,
                                  unsigned stages);
+/* induct__attn_causal_forward (stages INDUCT__ATTN_ALL) at the query rows rows[0 ..
+ * n_rows) only (b * T + p, any order): their pattern rows (exact zeros past the diagonal)
+ * and z rows, with the bits the whole pass gives those rows (the same per-row operations:
+ * the row's query block, vector count and mixing range). Reads q at those rows and k, v
+ * at every position of their sequences; nothing else of z or att is written. */
+void induct__attn_causal_rows(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                              const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                              size_t T, size_t H, size_t dh, const size_t *rows, size_t n_rows,
+                              float *scratch, int nt);
 /* Backward of induct__attn_causal_forward: dq, dk, dv overwritten (strides ldq.. as q..;
  * dz stride ldz); only k <= p touched. amask [B,H,T,T] (or NULL): pattern entries set
  * to constants (by a hook), which get no gradient (dA = 0 there). att_sm [B,H,T,T] (or
@@ -219,6 +228,22 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
 void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
                        size_t ldi, const float *bias);
+/* Rows rows[0 .. n) (non-decreasing, < M) of the M-row product induct__gemm_bias(nt, M,
+ * N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias) (bias not NULL), with the bits the whole
+ * call gives them; other rows of A, inp and C are neither read nor written. `packed`:
+ * INDUCT__ROWS_PACKED_A reads row i of A for rows[i] (else row rows[i]),
+ * INDUCT__ROWS_PACKED_C writes it to row i of C. scratch:
+ * induct__gemm_bias_rows_scratch(M, N, K, rows, n) floats (rows of K + N floats: 48 per
+ * requested row at most, fewer when the rows' residues modulo 48 differ, plus zero rows
+ * that keep the product above OpenBLAS's small-matrix limit when the whole one is). */
+#define INDUCT__ROWS_PACKED_A 1u
+#define INDUCT__ROWS_PACKED_C 2u
+void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                            const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                            size_t ldi, const float *bias, const size_t *rows, size_t n,
+                            unsigned packed, float *scratch);
+size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
+                                      size_t n);
 /* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
 void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
                             int nt);

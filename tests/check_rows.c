@@ -1,0 +1,197 @@
+/* Partial forward passes at a few rows (the ablation attribution's passes, lib/forward.c
+ * rows_attention / rows_mlp): the last layer computed only at the rows p->rows gives
+ * each row's loss bit-identical to the whole pass's, from scratch and resumed after a
+ * layer's attention from a changed residual stream (as the attribution resumes it), with
+ * 1 and 2 threads, for an attention-only model, an MLP + LayerNorm model and a
+ * smeared-key shortformer model; with a writing hook on the last layer's pattern (the
+ * attribution's preserve-patterns passes) the layer is computed whole and still agrees.
+ * NaN in the last layer's activations at every other row before each rows pass proves
+ * that the rows path ran and read nothing it did not compute. White-box: links the
+ * internal library. */
+#include <math.h>
+#include <string.h>
+
+#include "induct_internal.h"
+#include "testutil.h"
+
+typedef struct rows_variant {
+    const char *name;
+    uint32_t d_mlp, layer_norm, positional, smeared, shortformer_layers;
+    uint32_t B, T, threads;
+} rows_variant;
+
+/* Shapes: B T = 640 rows (a multiple of the 48-row groups; the whole products above
+ * OpenBLAS's small-matrix limit, the row products padded to stay above it) and 900 rows
+ * (a last partial group of 36 rows; T above 256 takes the 8-row attention tiles). */
+static const rows_variant VARIANTS[] = {
+    {"attn-only", 0, 0, INDUCT_POS_STANDARD, 0, 0, 4, 160, 1},
+    {"attn-only long", 0, 0, INDUCT_POS_STANDARD, 0, 0, 3, 300, 2},
+    {"mlp+ln", 64, 1, INDUCT_POS_STANDARD, 0, 0, 4, 160, 2},
+    {"mlp+ln long", 64, 1, INDUCT_POS_STANDARD, 0, 0, 3, 300, 1},
+    {"smeared shortformer", 0, 1, INDUCT_POS_SHORTFORMER, 1, 0, 4, 160, 1},
+    {"smeared shortformer long", 0, 0, INDUCT_POS_SHORTFORMER, 1, 0, 3, 300, 2},
+    {"shortformer layer 0, mlp", 48, 1, INDUCT_POS_SHORTFORMER, 0, 1, 3, 300, 2},
+};
+#define N_VARIANTS (int)(sizeof VARIANTS / sizeof VARIANTS[0])
+
+enum { L = 2, MAXR = 64 };
+
+typedef struct frozen {
+    const float *att; /* clean patterns of layer 1, [B][H][T][T] */
+} frozen;
+
+static int write_frozen(void *user, induct_model *m, const induct__pass *p, uint32_t point,
+                        uint32_t l, float *att) {
+    const frozen *f = user;
+    (void)point, (void)l;
+    memcpy(att, f->att, (size_t)p->B * m->cfg.n_heads * p->T * p->T * sizeof *att);
+    return INDUCT_OK;
+}
+
+/* NaN in the last layer's per-row activations the rows path computes itself. */
+static void poison_last_layer(induct_model *m, uint32_t B, uint32_t T) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_act *a = &m->A[L - 1];
+    size_t N = (size_t)B * T, HD = (size_t)c->n_heads * c->d_head;
+    struct {
+        size_t off, n;
+    } buf[] = {{a->q, N * HD},
+               {a->z, N * HD},
+               {a->att, (size_t)B * c->n_heads * T * T},
+               {a->mlp_pre, N * c->d_mlp},
+               {a->mlp_post, N * c->d_mlp}};
+    for (size_t i = 0; i < sizeof buf / sizeof buf[0]; i++) {
+        if (buf[i].off == INDUCT_NONE) continue;
+        float *x = induct__ws(m, buf[i].off);
+        for (size_t j = 0; j < buf[i].n; j++) x[j] = NAN;
+    }
+}
+
+/* Was the last layer computed at the rows only (the NaN left at another row of its
+ * MLP input, or of its queries without an MLP)? */
+static int rows_only(const induct_model *m, size_t other_row) {
+    const induct__layer_act *a = &m->A[L - 1];
+    if (m->cfg.d_mlp) return isnan(induct__ws(m, a->mlp_pre)[other_row * m->cfg.d_mlp]);
+    return isnan(induct__ws(m, a->q)[other_row * m->cfg.n_heads * m->cfg.d_head]);
+}
+
+/* Bitwise: the rows pass's losses against the whole pass's losses at those rows. */
+static void same_bits(const double *got, const float *full, const size_t *rows, size_t R,
+                      uint32_t T, const char *what, const char *name) {
+    for (size_t i = 0; i < R; i++) {
+        size_t b = rows[i] / T, p = rows[i] % T;
+        float want = full[b * (T - 1) + p], have = (float)got[i];
+        ck_assert_msg(memcmp(&want, &have, sizeof want) == 0 && got[i] == (double)have,
+                      "%s, %s: row %zu (seq %zu, pos %zu): loss %.9g vs the whole pass's %.9g",
+                      name, what, i, b, p, got[i], (double)want);
+    }
+}
+
+START_TEST(test_rows_pass) {
+    const rows_variant *v = &VARIANTS[_i];
+    const uint32_t V = 37, B = v->B, T = v->T;
+    induct_model_config c;
+    induct_model_config_init(&c, sizeof c);
+    c.n_layers = L;
+    c.d_model = 48;
+    c.n_heads = 3;
+    c.d_head = 16;
+    c.d_mlp = v->d_mlp;
+    c.layer_norm = v->layer_norm;
+    c.positional = v->positional;
+    c.smeared_keys = v->smeared;
+    c.shortformer_layers = v->shortformer_layers;
+    c.d_vocab = V;
+    c.n_ctx = T;
+    c.n_threads = v->threads;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 90 + (uint64_t)_i);
+    size_t N = (size_t)B * T, D = c.d_model, H = c.n_heads, per = (size_t)B * H * T * T;
+    int32_t *tok = malloc(N * sizeof *tok);
+    tu_tokens(tok, N, V, 5 + (uint64_t)_i);
+    /* rows per sequence, ascending: the ICL score's kind (early, late) and the edges of
+     * the attention's query tiles and of the sequence */
+    const uint32_t pos[] = {0, 7, 8, 49, T / 2 + 3, T - 10, T - 2};
+    enum { NP = sizeof pos / sizeof pos[0] };
+    size_t rows[MAXR], R = 0;
+    for (uint32_t b = 0; b < B; b++)
+        for (int i = 0; i < NP; i++) rows[R++] = (size_t)b * T + pos[i];
+    const size_t other = T + 1; /* a row nobody asks for */
+    double got[MAXR];
+    float *full = malloc(N * sizeof *full), *pert = malloc(N * D * sizeof *pert);
+    float *clean_att = malloc(per * sizeof *clean_att);
+
+    /* 1. from scratch */
+    induct__pass p = induct__pass_of(tok, B, T);
+    ck_ok(induct__forward(m, &p, NULL));
+    memcpy(full, induct__ws(m, m->a_losses), (size_t)B * (T - 1) * sizeof *full);
+    memcpy(clean_att, induct__ws(m, m->A[1].att), per * sizeof *clean_att);
+    poison_last_layer(m, B, T);
+    induct__pass pr = p;
+    pr.rows = rows;
+    pr.n_rows = R;
+    pr.row_loss = got;
+    ck_ok(induct__forward(m, &pr, NULL));
+    ck_assert_msg(rows_only(m, other), "%s: the last layer was computed whole", v->name);
+    same_bits(got, full, rows, R, T, "from scratch", v->name);
+
+    /* 2. resumed after layer l0's attention from a changed residual stream (the
+     * attribution's passes): the rows pass against the whole resumed pass; l0 = 1 with
+     * an MLP runs only the last layer's MLP */
+    for (uint32_t l0 = 0; l0 < (c.d_mlp ? 2u : 1u); l0++) {
+        for (int preserve = 0; preserve < 2; preserve++) {
+            ck_ok(induct__forward(m, &p, NULL)); /* the clean workspace */
+            size_t off = c.d_mlp ? m->A[l0].resid_mid : m->A[l0 + 1].resid_pre;
+            float *resid = induct__ws(m, off);
+            for (size_t i = 0; i < N * D; i++)
+                resid[i] += 0.3f * sinf(0.37f * (float)(i % 97) + (float)l0);
+            memcpy(pert, resid, N * D * sizeof *pert);
+            frozen fz = {clean_att};
+            induct__hook hk = {INDUCT__HP_PATTERN, 1, 1, write_frozen, &fz};
+            induct__pass q = induct__pass_of(tok, B, T);
+            q.resume = l0 + 1;
+            if (preserve && l0 == 0) {
+                q.hooks[0] = &hk;
+                q.n_hooks[0] = 1;
+            }
+            induct__pass qr = q;
+            qr.rows = rows;
+            qr.n_rows = R;
+            qr.row_loss = got;
+            poison_last_layer(m, B, T);
+            ck_ok(induct__forward(m, &qr, NULL));
+            /* a hook at the last layer: computed whole (correct first) */
+            ck_assert_int_eq(rows_only(m, other), !(preserve && l0 == 0));
+            memcpy(resid, pert, N * D * sizeof *pert);
+            ck_ok(induct__forward(m, &q, NULL));
+            memcpy(full, induct__ws(m, m->a_losses), (size_t)B * (T - 1) * sizeof *full);
+            same_bits(got, full, rows, R, T, preserve ? "resumed, preserved patterns" : "resumed",
+                      v->name);
+        }
+    }
+
+    /* 3. rows in any order */
+    size_t rev[MAXR];
+    for (size_t i = 0; i < R; i++) rev[i] = rows[R - 1 - i];
+    ck_ok(induct__forward(m, &p, NULL));
+    memcpy(full, induct__ws(m, m->a_losses), (size_t)B * (T - 1) * sizeof *full);
+    poison_last_layer(m, B, T);
+    pr.rows = rev;
+    ck_ok(induct__forward(m, &pr, NULL));
+    ck_assert(rows_only(m, other));
+    same_bits(got, full, rev, R, T, "rows in reverse order", v->name);
+
+    free(tok), free(full), free(pert), free(clean_att);
+    induct_model_free(m);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("rows");
+    TCase *tc = tcase_create("rows");
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, test_rows_pass, 0, N_VARIANTS);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
