@@ -81,15 +81,31 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
     for (uint32_t s0 = 0; rc == INDUCT_OK && s0 < ev->n_seq; s0 += ev->chunk) {
         uint32_t B = ev->n_seq - s0 < ev->chunk ? ev->n_seq - s0 : ev->chunk;
         size_t Nb = (size_t)B * T;
-        rc = induct__an_interrupted(m, fn);
-        if (rc == INDUCT_OK) rc = induct__eval_chunk(m, ev, s0, B);
-        if (rc != INDUCT_OK) break;
-        const float *Ls = induct__ws(m, m->a_losses);
         for (uint32_t b = 0; b < B; b++) {
-            se += Ls[(size_t)b * T1 + ev->e];
-            st += Ls[(size_t)b * T1 + ev->t];
             rows[2 * b] = (size_t)b * T + ev->e;
             rows[2 * b + 1] = (size_t)b * T + ev->t;
+        }
+        rc = induct__an_interrupted(m, fn);
+        if (rc != INDUCT_OK) break;
+        if (preserve) { /* the whole clean pass: the later layers' patterns are kept */
+            rc = induct__eval_chunk(m, ev, s0, B);
+            const float *Ls = induct__ws(m, m->a_losses);
+            for (uint32_t b = 0; rc == INDUCT_OK && b < B; b++) {
+                base[2 * b] = Ls[(size_t)b * T1 + ev->e];
+                base[2 * b + 1] = Ls[(size_t)b * T1 + ev->t];
+            }
+        } else { /* the clean pass at the scored rows: every earlier layer whole, the last
+                  * layer and the unembedding at the rows (the same bits there) */
+            induct__pass p = induct__pass_of(ev->tok + (size_t)s0 * T, B, (uint32_t)T);
+            p.rows = rows;
+            p.n_rows = 2 * (size_t)B;
+            p.row_loss = base;
+            rc = induct__forward(m, &p, NULL);
+        }
+        if (rc != INDUCT_OK) break;
+        for (uint32_t b = 0; b < B; b++) {
+            se += base[2 * b];
+            st += base[2 * b + 1];
         }
         fx.per = (size_t)B * H * T * T;
         for (size_t l = 1; preserve && l < L; l++)
