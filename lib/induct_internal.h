@@ -194,8 +194,12 @@ typedef struct induct__pass {
      * resume = l + 1 starts after layer l's attention, from what the workspace holds
      * (its attention output added to the residual stream, resid_mid or the next
      * resid_pre, and every earlier activation); rows (n_rows of them, b * T + p with
-     * p < T - 1) computes the final LayerNorm, logits and loss only at those rows:
-     * row_loss[i] in nats (the workspace's logits and losses are not written). */
+     * p < T - 1, any order) computes the final LayerNorm, logits and loss only at those
+     * rows: row_loss[i] in nats, bit-identical to the whole pass's loss there (the
+     * workspace's logits and losses are not written). With rows and no hook at the last
+     * layer, that layer's query, pattern, z, attention output and MLP are computed only
+     * at the rows too (its keys and values at every position): its other rows and the
+     * pattern's other rows keep whatever they held. */
     uint32_t resume;
     const size_t *rows;
     size_t n_rows;

@@ -2182,10 +2182,11 @@ INDUCT_API int induct_model_get_ablations(const induct_model *model, uint32_t *m
  *
  * With no ablation in force, the clean forward pass is run once per chunk and, for
  * each head, the forward pass is resumed after that head's layer from the clean
- * residual stream plus the head's change `(z'_h − z_h) W_O[h]`; the final LayerNorm and
- * the unembedding run only at the two positions the score reads. Otherwise each head
- * costs one pass over the evaluation set with the ablation in force. Both give the same
- * values up to float rounding (about 1e-5 nats).
+ * residual stream plus the head's change `(z'_h − z_h) W_O[h]`; the last layer (its
+ * queries, pattern rows, attention output and MLP), the final LayerNorm and the
+ * unembedding run only at the two positions the score reads, with the bits a whole
+ * pass gives them. Otherwise each head costs one pass over the evaluation set with the
+ * ablation in force. Both give the same values up to float rounding (about 1e-5 nats).
  *
  * @param model   The model; its ablations are the same afterwards; weights are not changed.
  * @param dataset Source of the evaluation set (see induct_analysis_icl_score()).
