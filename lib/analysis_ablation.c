@@ -62,18 +62,19 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
     size_t T = ev->T, T1 = T - 1, Bm = ev->chunk, N = Bm * T, R = 2 * Bm;
     size_t per = Bm * H * T * T, nfr = preserve ? (L - 1) * per : 0;
     induct__bytes tmp = {0, 0};
-    induct__bytes_add(&tmp, N * D + N * dh + nfr, sizeof(float));
+    induct__bytes_add(&tmp, N * D + N * dh + nfr + R * D, sizeof(float));
     induct__bytes_add(&tmp, 2 * R + L * H, sizeof(double));
     induct__bytes_add(&tmp, R, sizeof(size_t));
     INDUCT_FAIL_IF(tmp.overflow, INDUCT_ELIMIT, "%s: size overflow", fn);
     INDUCT_TRY(induct__model_check_workspace(m, (uint32_t)Bm, (uint32_t)T, tmp.n));
     float *clean = malloc(N * D * sizeof *clean), *zd = malloc(N * dh * sizeof *zd);
+    float *cr = malloc(R * D * sizeof *cr); /* the last layer's rows of the stream */
     float *frozen = nfr ? malloc(nfr * sizeof *frozen) : NULL;
     double *base = malloc(R * sizeof *base), *abl = malloc(R * sizeof *abl);
     double *dsum = calloc(L * H, sizeof *dsum);
     size_t *rows = malloc(R * sizeof *rows);
     induct__hook *hk = malloc(L * sizeof *hk);
-    int rc = clean && zd && (frozen || !nfr) && base && abl && dsum && rows && hk
+    int rc = clean && zd && cr && (frozen || !nfr) && base && abl && dsum && rows && hk
                  ? INDUCT_OK
                  : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     fast_ctx fx = {frozen, 0};
@@ -132,18 +133,31 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
             p.row_loss = base;
             rc = induct__forward(m, &p, NULL);
             p.row_loss = abl;
-            const float *z = induct__ws(m, act->z);
+            const float *z = induct__ws(m, act->z), *W_O = m->params + m->L[l0].W_O;
+            /* the last layer's change matters (and its z was computed) only at the rows */
+            int last = l0 + 1 == L;
+            size_t nd = last ? 2 * (size_t)B : Nb;
             for (size_t h = 0; rc == INDUCT_OK && h < H; h++) {
-                for (size_t n = 0; n < Nb; n++) {
+                for (size_t i = 0; i < nd; i++) {
+                    size_t n = last ? rows[i] : i;
                     const float *zp = z + n * HD + h * dh;
                     const float *mp = mode == INDUCT__ABL_MEAN
                                           ? induct__ablation_mean_of(m, a, l0, h, n % T)
                                           : NULL;
-                    for (size_t j = 0; j < dh; j++) zd[n * dh + j] = (mp ? mp[j] : 0.0f) - zp[j];
+                    for (size_t j = 0; j < dh; j++) zd[i * dh + j] = (mp ? mp[j] : 0.0f) - zp[j];
                 }
-                memcpy(resid, clean, Nb * D * sizeof *clean);
-                induct__an_sgemm(0, 0, Nb, D, dh, 1.0f, zd, dh,
-                                 m->params + m->L[l0].W_O + h * dh * D, D, 1.0f, resid, D);
+                if (last) {
+                    for (size_t i = 0; i < nd; i++)
+                        memcpy(cr + i * D, clean + rows[i] * D, D * sizeof *cr);
+                    induct__an_sgemm(0, 0, nd, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
+                                     cr, D);
+                    for (size_t i = 0; i < nd; i++)
+                        memcpy(resid + rows[i] * D, cr + i * D, D * sizeof *cr);
+                } else {
+                    memcpy(resid, clean, Nb * D * sizeof *clean);
+                    induct__an_sgemm(0, 0, Nb, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
+                                     resid, D);
+                }
                 rc = induct__forward(m, &p, NULL);
                 double acc = 0.0;
                 for (uint32_t b = 0; b < B; b++)
@@ -157,7 +171,8 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
         for (size_t i = 0; i < L * H; i++) out[i] = (float)(dsum[i] / ev->n_seq);
         *icl_out = induct__icl(st, se, ev->n_seq);
     }
-    free(clean), free(zd), free(frozen), free(base), free(abl), free(dsum), free(rows), free(hk);
+    free(clean), free(zd), free(cr), free(frozen), free(base), free(abl), free(dsum), free(rows);
+    free(hk);
     return rc;
 }
 
