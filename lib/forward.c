@@ -516,37 +516,38 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
     return layer > need ? layer : need;
 }
 
-/* Floats of rows_tail's scratch: its rows' inputs, LayerNorm outputs, logits and
- * statistics, then the unembedding's row product. */
+/* Floats of rows_tail's scratch: the unembedding's row product. */
 static size_t rows_tail_scratch(const induct_model *m, const induct__pass *p) {
     const induct_model_config *c = &m->cfg;
-    return p->n_rows * (2 * (size_t)c->d_model + c->d_vocab + 2) +
-           induct__gemm_bias_rows_scratch((size_t)p->B * p->T, c->d_vocab, c->d_model, p->rows,
+    return induct__gemm_bias_rows_scratch((size_t)p->B * p->T, c->d_vocab, c->d_model, p->rows,
                                           p->n_rows);
 }
 
 /* The final LayerNorm, logits and loss at rows p->rows only (see induct__pass): each
  * row's loss has the whole pass's bits (LayerNorm row by row, the unembedding's rows at
- * their places in OpenBLAS's tiles, induct__gemm_bias_rows, the same cross-entropy row). */
+ * their places in OpenBLAS's tiles, induct__gemm_bias_rows, the same cross-entropy row).
+ * The workspace's final LayerNorm and logits are written at those rows (or the logits
+ * everywhere, when the row product computes the whole product), its losses not. */
 static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
     const induct_model_config *c = &m->cfg;
     size_t R = p->n_rows, D = c->d_model, V = c->d_vocab, N = (size_t)p->B * p->T;
     int nt = induct__nt(m);
-    float *x = hs, *y = x + R * D, *lg = y + R * D, *mu = lg + R * V, *rs = mu + R;
-    for (size_t i = 0; i < R; i++)
-        memcpy(x + i * D, W(m->a_resid_final) + p->rows[i] * D, D * sizeof *x);
-    if (c->layer_norm) {
-        induct__layernorm_forward(y, mu, rs, x, P(m->lnf_w), P(m->lnf_b), R, D, nt);
-        x = y;
+    for (size_t i = 0; c->layer_norm && i < R; i++) {
+        size_t r = p->rows[i];
+        induct__layernorm_forward(W(m->a_lnf) + r * D, W(m->a_lnf_mean) + r,
+                                  W(m->a_lnf_rstd) + r, W(m->a_resid_final) + r * D,
+                                  P(m->lnf_w), P(m->lnf_b), 1, D, 1);
     }
-    induct__gemm_bias_rows(nt, N, V, D, x, D, P(m->W_U), V, lg, V, NULL, 0, P(m->b_U), p->rows,
-                           R, INDUCT__ROWS_PACKED_A | INDUCT__ROWS_PACKED_C, rs + R);
+    float *lg = W(m->a_logits);
+    induct__gemm_bias_rows(nt, N, V, D, W(m->a_lnf), D, P(m->W_U), V, lg, V, NULL, 0, P(m->b_U),
+                           p->rows, R, hs);
     double sum = 0.0;
     for (size_t i = 0; i < R; i++) {
         /* the full pass's cross-entropy kernel, one row: the same bits from the same logits */
         float mx;
         double e;
-        p->row_loss[i] = induct__xent_row(lg + i * V, V, p->tokens[p->rows[i] + 1], &mx, &e);
+        size_t r = p->rows[i];
+        p->row_loss[i] = induct__xent_row(lg + r * V, V, p->tokens[r + 1], &mx, &e);
         sum += p->row_loss[i];
     }
     return sum;
@@ -764,7 +765,7 @@ static void rows_attention(induct_model *m, const induct__pass *p, uint32_t l, i
         fold_forward(m, p->tokens, B, T);
     } else {
         induct__gemm_bias_rows(nt, N, HD, D, W(a->qk_in), D, W(a->wq), HD, W(a->q), HD, NULL,
-                               0, P(o->b_Q), p->rows, R, 0, hs);
+                               0, P(o->b_Q), p->rows, R, hs);
         induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
         induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
     }
@@ -773,7 +774,7 @@ static void rows_attention(induct_model *m, const induct__pass *p, uint32_t l, i
     induct__attn_causal_rows(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, B,
                              T, H, dh, p->rows, R, W(m->g_att), nt);
     induct__gemm_bias_rows(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                           W(a->resid_pre), D, P(o->b_O), p->rows, R, 0, hs);
+                           W(a->resid_pre), D, P(o->b_O), p->rows, R, hs);
 }
 
 /* The MLP of layer l at the rows p->rows only (see rows_attention). */
@@ -791,12 +792,12 @@ static void rows_mlp(induct_model *m, const induct__pass *p, uint32_t l, float *
                                   W(a->resid_mid) + r * D, P(o->ln2_w), P(o->ln2_b), 1, D, 1);
     }
     induct__gemm_bias_rows(nt, N, M, D, W(a->ln2), D, P(o->W_in), M, W(a->mlp_pre), M, NULL, 0,
-                           P(o->b_in), p->rows, R, 0, hs);
+                           P(o->b_in), p->rows, R, hs);
     for (size_t i = 0; i < R; i++)
         induct__gelu_forward_fast(W(a->mlp_post) + p->rows[i] * M,
                                   W(a->mlp_pre) + p->rows[i] * M, M, 1);
     induct__gemm_bias_rows(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
-                           W(a->resid_mid), D, P(o->b_out), p->rows, R, 0, hs);
+                           W(a->resid_mid), D, P(o->b_out), p->rows, R, hs);
 }
 
 /* Where the unembedding's input gradient goes: d(lnf) with LayerNorm, else straight into

@@ -308,17 +308,27 @@ static gemm_rows_plan gemm_rows_layout(size_t M, size_t N, size_t K, const size_
     return pl;
 }
 
+/* Is the gathered product worth it? Not when it has more than half the whole one's rows
+ * (tiny shapes, or the rows' residues pile up): then the whole product is computed. */
+static int gemm_rows_gathered(const gemm_rows_plan *pl, size_t M) {
+    return 2 * (pl->body + pl->tail) <= M;
+}
+
 size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
                                       size_t n) {
     gemm_rows_plan pl = gemm_rows_layout(M, N, K, rows, n);
-    return (pl.body + pl.tail) * (K + N);
+    return gemm_rows_gathered(&pl, M) ? (pl.body + pl.tail) * (K + N) : 0;
 }
 
 void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
                             const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
                             size_t ldi, const float *bias, const size_t *rows, size_t n,
-                            unsigned packed, float *scratch) {
+                            float *scratch) {
     gemm_rows_plan pl = gemm_rows_layout(M, N, K, rows, n), it;
+    if (!gemm_rows_gathered(&pl, M)) {
+        induct__gemm_bias(nt, M, N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias);
+        return;
+    }
     size_t Mg = pl.body + pl.tail;
     float *Ag = scratch, *Cg = scratch + Mg * K;
     /* rows nobody asked for: zeros (each row of C reads only its own row of A) */
@@ -328,19 +338,16 @@ void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A
     it.last = SIZE_MAX;
     for (size_t i = 0; i < n; i++) {
         size_t r = gemm_rows_next(&it, M, rows[i], pl.body);
-        size_t ra = packed & INDUCT__ROWS_PACKED_A ? i : rows[i];
-        memcpy(Ag + r * K, A + ra * lda, K * sizeof *Ag);
+        memcpy(Ag + r * K, A + rows[i] * lda, K * sizeof *Ag);
         prefill_rows(Cg + r * N, N, inp ? inp + rows[i] * ldi : NULL, ldi, bias, 0, 1, N);
     }
     /* what gemm_prefilled multiplies after its prefill: the same sgemm calls */
     induct__gemm(nt, 0, 0, Mg, N, K, 1.0f, Ag, K, B, ldb, 1.0f, Cg, N);
     memset(&it, 0, sizeof it);
     it.last = SIZE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        size_t r = gemm_rows_next(&it, M, rows[i], pl.body);
-        size_t rc = packed & INDUCT__ROWS_PACKED_C ? i : rows[i];
-        memcpy(C + rc * ldc, Cg + r * N, N * sizeof *C);
-    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(C + rows[i] * ldc, Cg + gemm_rows_next(&it, M, rows[i], pl.body) * N,
+               N * sizeof *C);
 }
 
 void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,

@@ -228,20 +228,17 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
 void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
                        const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
                        size_t ldi, const float *bias);
-/* Rows rows[0 .. n) (non-decreasing, < M) of the M-row product induct__gemm_bias(nt, M,
- * N, K, A, lda, B, ldb, C, ldc, inp, ldi, bias) (bias not NULL), with the bits the whole
- * call gives them; other rows of A, inp and C are neither read nor written. `packed`:
- * INDUCT__ROWS_PACKED_A reads row i of A for rows[i] (else row rows[i]),
- * INDUCT__ROWS_PACKED_C writes it to row i of C. scratch:
- * induct__gemm_bias_rows_scratch(M, N, K, rows, n) floats (rows of K + N floats: 48 per
- * requested row at most, fewer when the rows' residues modulo 48 differ, plus zero rows
- * that keep the product above OpenBLAS's small-matrix limit when the whole one is). */
-#define INDUCT__ROWS_PACKED_A 1u
-#define INDUCT__ROWS_PACKED_C 2u
+/* Rows rows[0 .. n) (< M, any order) of the M-row product induct__gemm_bias(nt, M, N, K,
+ * A, lda, B, ldb, C, ldc, inp, ldi, bias) (bias not NULL), with the bits the whole call
+ * gives them. Other rows of A and inp are read, and C's other rows written (with what
+ * their inputs give), only when the gathered product would have more than half the
+ * whole one's rows: then the whole product is computed. scratch:
+ * induct__gemm_bias_rows_scratch(M, N, K, rows, n) floats (0 in that case; else rows of
+ * K + N floats, at most M / 2 of them). */
 void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
                             const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
                             size_t ldi, const float *bias, const size_t *rows, size_t n,
-                            unsigned packed, float *scratch);
+                            float *scratch);
 size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
                                       size_t n);
 /* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
