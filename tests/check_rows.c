@@ -1,13 +1,15 @@
-/* Partial forward passes at a few rows (the ablation attribution's passes, lib/forward.c
- * rows_attention / rows_mlp): the last layer computed only at the rows p->rows gives
- * each row's loss bit-identical to the whole pass's, from scratch and resumed after a
- * layer's attention from a changed residual stream (as the attribution resumes it), with
- * 1 and 2 threads, for an attention-only model, an MLP + LayerNorm model and a
- * smeared-key shortformer model; with a writing hook on the last layer's pattern (the
- * attribution's preserve-patterns passes) the layer is computed whole and still agrees.
- * NaN in the last layer's activations at every other row before each rows pass proves
- * that the rows path ran and read nothing it did not compute. White-box: links the
- * internal library. */
+/* Partial forward passes at a few rows (the ablation attribution's and the ICL score's
+ * passes, lib/forward.c rows_attention / rows_mlp / rows_tail): the last layer computed
+ * only at the rows p->rows gives each row's loss bit-identical to the whole pass's, from
+ * scratch and resumed after a layer's attention from a changed residual stream (as the
+ * attribution resumes it), with 1 and 2 threads, for attention-only models, MLP +
+ * LayerNorm models and smeared-key shortformer models, for row sets whose products are
+ * gathered, computed whole, or (too many rows) the whole last layer, in order and
+ * reversed. With a writing hook on the last layer's pattern (the attribution's
+ * preserve-patterns passes) the layer is computed whole and still agrees. NaN in the
+ * last layer's activations at every other row before each rows pass proves which path
+ * ran and that it read nothing it did not compute. White-box: links the internal
+ * library. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,10 +101,12 @@ static void same_bits(const double *got, const float *full, const size_t *rows, 
     }
 }
 
-/* Steps 1-3 for one set of rows (ascending, at most MAXR); gathered: the query product
- * must have been gathered (1) or computed whole (0); -1: either. */
+/* Steps 1-3 for one set of rows (ascending, at most MAXR); only: the last layer must be
+ * computed at the rows only (1: at most an eighth of the positions) or whole (0);
+ * gathered: the query product must have been gathered (1) or computed whole (0); -1:
+ * either. */
 static void check_rows(induct_model *m, const rows_variant *v, const int32_t *tok,
-                       const size_t *rows, size_t R, int gathered, const char *set) {
+                       const size_t *rows, size_t R, int only, int gathered, const char *set) {
     const induct_model_config *c = &m->cfg;
     const uint32_t B = v->B, T = v->T;
     size_t N = (size_t)B * T, D = c->d_model, per = (size_t)B * c->n_heads * T * T;
@@ -125,7 +129,8 @@ static void check_rows(induct_model *m, const rows_variant *v, const int32_t *to
     pr.n_rows = R;
     pr.row_loss = got;
     ck_ok(induct__forward(m, &pr, NULL));
-    ck_assert_msg(rows_only(m, T, other), "%s: the last layer was computed whole", name);
+    ck_assert_msg(rows_only(m, T, other) == only, "%s: the last layer at the rows only: %d",
+                  name, !only);
     if (gathered >= 0)
         ck_assert_msg(q_gathered(m, other) == gathered, "%s: queries gathered %d, expected %d",
                       name, q_gathered(m, other), gathered);
@@ -157,7 +162,7 @@ static void check_rows(induct_model *m, const rows_variant *v, const int32_t *to
             poison_last_layer(m, B, T);
             ck_ok(induct__forward(m, &qr, NULL));
             /* a hook at the last layer: computed whole (correct first) */
-            ck_assert_int_eq(rows_only(m, T, other), !(preserve && l0 == 0));
+            ck_assert_int_eq(rows_only(m, T, other), only && !(preserve && l0 == 0));
             memcpy(resid, pert, N * D * sizeof *pert);
             ck_ok(induct__forward(m, &q, NULL));
             memcpy(full, induct__ws(m, m->a_losses), (size_t)B * (T - 1) * sizeof *full);
@@ -173,7 +178,7 @@ static void check_rows(induct_model *m, const rows_variant *v, const int32_t *to
     poison_last_layer(m, B, T);
     pr.rows = rev;
     ck_ok(induct__forward(m, &pr, NULL));
-    ck_assert(rows_only(m, T, other));
+    ck_assert_int_eq(rows_only(m, T, other), only);
     same_bits(got, full, rev, R, T, "rows in reverse order", name);
     free(full), free(pert), free(clean_att);
 }
@@ -208,15 +213,20 @@ START_TEST(test_rows_pass) {
     size_t R = 0;
     for (uint32_t b = 0; b < B; b++)
         for (int i = 0; i < 2; i++) rows[R++] = (size_t)b * T + two[i];
-    check_rows(m, v, tok, rows, R, 1, "two");
+    check_rows(m, v, tok, rows, R, 1, 1, "two");
     R = 0;
     for (uint32_t b = 0; b < B; b++)
         for (int i = 0; i < 7; i++) rows[R++] = (size_t)b * T + seven[i];
-    check_rows(m, v, tok, rows, R, -1, "seven");
-    R = 0; /* every other position (of every other sequence): the whole products */
+    check_rows(m, v, tok, rows, R, 1, -1, "seven");
+    R = 0; /* rows all 0 modulo 48: a gathered product would be as large as the whole */
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t t = (48 - (uint32_t)((size_t)b * T % 48)) % 48; t + 1 < T; t += 48)
+            rows[R++] = (size_t)b * T + t;
+    check_rows(m, v, tok, rows, R, 1, 0, "aligned");
+    R = 0; /* every other position of every other sequence: the whole last layer */
     for (uint32_t b = 0; b < B; b += 2)
         for (uint32_t t = 0; t + 1 < T; t += 2) rows[R++] = (size_t)b * T + t;
-    check_rows(m, v, tok, rows, R, 0, "dense");
+    check_rows(m, v, tok, rows, R, 0, -1, "dense");
     free(tok);
     induct_model_free(m);
 }
