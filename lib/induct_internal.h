@@ -196,10 +196,11 @@ typedef struct induct__pass {
      * resid_pre, and every earlier activation); rows (n_rows of them, b * T + p with
      * p < T - 1, any order) computes the final LayerNorm, logits and loss only at those
      * rows: row_loss[i] in nats, bit-identical to the whole pass's loss there (the
-     * workspace's losses are not written; its logits at least at the rows). With rows (at most an eighth of
-     * the positions) and no hook at the last layer, that layer's query, pattern, z, attention output and MLP are computed only
-     * at the rows too (its keys and values at every position): its other rows and the
-     * pattern's other rows keep whatever they held. */
+     * workspace's losses are not written; its logits at least at the rows). With rows
+     * (at most an eighth of the positions) and no hook at the last layer, that layer's
+     * query, pattern, z, attention output and MLP are computed only at the rows too (its
+     * keys and values at every position): its other rows and the pattern's other rows
+     * keep whatever they held. */
     uint32_t resume;
     const size_t *rows;
     size_t n_rows;
