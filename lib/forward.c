@@ -460,9 +460,9 @@ static int use_fold(const induct_model *m, const induct__pass *p) {
 /* Does pass p compute layer l only at its rows p->rows (rows_attention, rows_mlp)?
  * Only the last layer of a forward-only pass with rows, at most an eighth of its
  * positions (the analyses' partial passes; never training), and only when no hook sits
- * at that layer
- * (a hook there sees a whole tensor: the whole layer is computed, correct first). The
- * earlier layers feed the keys and values of every position, so they stay whole. */
+ * at that layer (a hook there sees a whole tensor: the whole layer is computed, correct
+ * first). The earlier layers feed the keys and values of every position, so they stay
+ * whole. */
 static int rows_layer(const induct_model *m, const induct__pass *p, uint32_t l) {
     if (!p->rows || p->grad || l + 1 != m->cfg.n_layers) return 0;
     /* a row costs the attention kernel a whole query tile (up to 8 rows): from an eighth

@@ -281,8 +281,9 @@ typedef struct gemm_rows_plan {
     size_t last;
 } gemm_rows_plan;
 
-/* The slot of the next requested row (rows non-decreasing); body: the plan's (when
- * known). */
+/* The slot of the next requested row (any order; a row repeated right after itself
+ * keeps its slot, a later repeat takes another with the same value); body: the plan's
+ * (when known). */
 static size_t gemm_rows_next(gemm_rows_plan *pl, size_t M, size_t row, size_t body) {
     const size_t u = GEMM_ROWS_PERIOD, r = row % u;
     if (M % u && row >= M - M % u) {
