@@ -129,8 +129,9 @@ static void check_rows(induct_model *m, const rows_variant *v, const int32_t *to
     pr.n_rows = R;
     pr.row_loss = got;
     ck_ok(induct__forward(m, &pr, NULL));
-    ck_assert_msg(rows_only(m, T, other) == only, "%s: the last layer at the rows only: %d",
-                  name, !only);
+    ck_assert_msg(rows_only(m, T, other) == only,
+                  "%s: the last layer computed at the rows only: %d, expected %d", name,
+                  rows_only(m, T, other), only);
     if (gathered >= 0)
         ck_assert_msg(q_gathered(m, other) == gathered, "%s: queries gathered %d, expected %d",
                       name, q_gathered(m, other), gathered);
