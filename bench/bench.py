@@ -63,13 +63,17 @@ CONFIGS = {
     "e1": dict(_MAIN, batch=1),
     "e32": dict(_MAIN, heads=2),
     "f": dict(_MAIN, layers=1, smeared=1),
+    # the phase-change experiment's default 2-layer model: e32 with the positions in
+    # layer 0's queries and keys only (shortformer_layers 1)
+    "g": dict(_MAIN, heads=2, shortformer_layers=1),
 }
 # steps per round and rounds: (warm-up, per round, rounds) for full and quick runs
 PLAN = {"a": ((5, 20, 8), (3, 10, 4)), "b": ((5, 10, 8), (3, 5, 4)),
         "c": ((2, 3, 6), (1, 2, 3)), "d": ((1, 1, 5), (1, 1, 2)),
         "e": ((2, 3, 6), (1, 1, 3)), "e1": ((3, 10, 6), (2, 4, 3)),
-        "e32": ((2, 3, 6), (1, 1, 3)), "f": ((2, 3, 6), (1, 1, 3))}
-DEFAULT_FULL, DEFAULT_QUICK = "a,b,c,d,e,e1,e32,f", "a,b,c"
+        "e32": ((2, 3, 6), (1, 1, 3)), "f": ((2, 3, 6), (1, 1, 3)),
+        "g": ((2, 3, 6), (1, 1, 3))}
+DEFAULT_FULL, DEFAULT_QUICK = "a,b,c,d,e,e1,e32,f,g", "a,b,c"
 MALLOC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(1 << 40), "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
 
 
@@ -95,13 +99,13 @@ def theory_bytes(c, n_params):
     HD = H * (D // H)
     N = B * T
     per_layer = N * D + (N * D if LN else 0) + 4 * N * HD + B * H * T * (T + 1) // 2
-    if c["positional"] == "shortformer":
-        per_layer += N * D
     if c["smeared"]:
         per_layer += N * HD
     if M:
         per_layer += N * D + (N * D if LN else 0) + 2 * N * M
     act = L * per_layer + (N * D if LN else 0) + N * D + N * V
+    if c["positional"] == "shortformer":  # in the first shortformer_layers (0: all)
+        act += N * D * (min(L, c.get("shortformer_layers", 0)) or L)
     return 4 * (4 * n_params + act), 4 * act
 
 
@@ -339,6 +343,8 @@ def check_peer(build, steps=3, tol=1e-5):
                 ("shortformer, LayerNorm, d_head 16 (as e32)",
                  dict(layernorm=1, positional="shortformer", heads=2)),
                 ("shortformer, no LayerNorm", dict(positional="shortformer")),
+                ("shortformer in layer 0 only, LayerNorm, d_head 16 (as g)",
+                 dict(layernorm=1, positional="shortformer", heads=2, shortformer_layers=1)),
                 ("shortformer, LayerNorm, smeared, 1 layer (as f)",
                  dict(layernorm=1, positional="shortformer", smeared=1, layers=1)),
                 ("standard, smeared, 2 layers", dict(smeared=1))]
@@ -352,7 +358,9 @@ def check_peer(build, steps=3, tol=1e-5):
             m = induct.Model(n_layers=c["layers"], d_model=c["d_model"], n_heads=c["heads"],
                              d_mlp=c["mlp"], n_ctx=c["seq"], d_vocab=c["vocab"],
                              positional=c["positional"], layer_norm=c["layernorm"],
-                             smeared_keys=c["smeared"], init="torch", n_threads=1, seed=3 + i)
+                             smeared_keys=c["smeared"],
+                             shortformer_layers=c.get("shortformer_layers", 0), init="torch",
+                             n_threads=1, seed=3 + i)
             rng = np.random.default_rng(11 + i)
             for name in m.tensor_names():
                 leaf = name.rsplit(".", 1)[-1]

@@ -3,6 +3,7 @@
  *   bench_step step [--vocab V] [--seq T] [--d-model D] [--heads H] [--layers L]
  *                   [--mlp M] [--layernorm 0|1] [--batch B] [--threads N]
  *                   [--positional standard|shortformer] [--smeared 0|1] [--d-head E]
+ *                   [--shortformer-layers N]
  *                   [--grad-shards S]
  *       Builds the model (PyTorch-default initialisation, AdamW lr 1e-3, wd 0.01; S
  *       gradient shards, INDUCT_OPT_GRAD_SHARDS, default 1) and
@@ -119,7 +120,7 @@ static int roof(int argc, char **argv) {
 
 static int step(int argc, char **argv) {
     unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
-    unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1, E = 0;
+    unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1, E = 0, SL = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         unsigned v = (unsigned)strtoul(argv[i + 1], NULL, 10);
         if (!strcmp(argv[i], "--positional")) {
@@ -130,6 +131,7 @@ static int step(int argc, char **argv) {
             }
         } else if (!strcmp(argv[i], "--smeared")) smeared = v;
         else if (!strcmp(argv[i], "--d-head")) E = v;
+        else if (!strcmp(argv[i], "--shortformer-layers")) SL = v;
         else if (!strcmp(argv[i], "--grad-shards")) shards = v;
         else if (!strcmp(argv[i], "--vocab")) V = v;
         else if (!strcmp(argv[i], "--seq")) T = v;
@@ -158,6 +160,7 @@ static int step(int argc, char **argv) {
     c.layer_norm = LN;
     c.positional = pos;
     c.smeared_keys = smeared;
+    c.shortformer_layers = SL; /* 0: every layer */
     c.init = INDUCT_INIT_TORCH;
     c.n_threads = threads;
     c.seed = 1;

@@ -15,7 +15,8 @@ The same model as libinduct's (docs/definitions.md, lib/forward.c), per layer l:
 
 The residual stream starts at W_E[tok] + W_pos[t] with standard positions and at W_E[tok]
 with shortformer positions, which add W_pos (after LN1) only to the inputs of the queries
-and keys of every layer: not to the residual stream, not to the values. PyTorch module
+and keys of every layer (of the first N layers with --shortformer-layers N): not to the
+residual stream, not to the values. PyTorch module
 default initialisation (libinduct's INDUCT_INIT_TORCH), fp32, CPU, mean next-token
 cross-entropy, torch.optim.AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8), weight decay 0.01
 on the tensors that have two or more dimensions in TransformerLens' shapes, as libinduct:
@@ -87,8 +88,10 @@ def build(a):
     short = a.positional == "shortformer"
 
     class Block(nn.Module):
-        def __init__(self):
+        def __init__(self, li):
             super().__init__()
+            # shortformer positions in the first shortformer_layers layers (0: every layer)
+            self.short = short and (a.shortformer_layers == 0 or li < a.shortformer_layers)
             self.ln1 = nn.LayerNorm(D) if a.layernorm else nn.Identity()
             self.qkv = nn.Linear(D, 3 * HD)
             self.out = nn.Linear(HD, D)
@@ -103,7 +106,7 @@ def build(a):
         def forward(self, x, W_pos):
             h = self.ln1(x)
             y = self.qkv(h)
-            if short:  # + W_pos[t] W_{Q,K} on the Q and K columns: the same as (h + W_pos) W
+            if self.short:  # + W_pos[t] W_{Q,K} on the Q and K columns: = (h + W_pos) W
                 y = y + F.pad(W_pos @ self.qkv.weight[:2 * HD].t(), (0, HD))
             q, k, v = y.view(B, T, 3, H, dh).permute(2, 0, 3, 1, 4)
             if a.smeared:
@@ -122,7 +125,7 @@ def build(a):
             super().__init__()
             self.W_E = nn.Embedding(V, D)
             self.W_pos = nn.Embedding(T, D)
-            self.blocks = nn.ModuleList(Block() for _ in range(L))
+            self.blocks = nn.ModuleList(Block(li) for li in range(L))
             self.ln_f = nn.LayerNorm(D) if a.layernorm else nn.Identity()
             self.unembed = nn.Linear(D, V)
 
@@ -203,7 +206,7 @@ def main():
     ap = argparse.ArgumentParser()
     for name, default in [("vocab", 64), ("seq", 24), ("d-model", 64), ("heads", 4),
                           ("layers", 2), ("mlp", 0), ("layernorm", 0), ("batch", 64),
-                          ("threads", 1), ("smeared", 0)]:
+                          ("threads", 1), ("smeared", 0), ("shortformer-layers", 0)]:
         ap.add_argument("--" + name, type=int, default=default)
     ap.add_argument("--positional", choices=("standard", "shortformer"), default="standard")
     ap.add_argument("--foreach", type=int, default=0,
