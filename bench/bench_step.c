@@ -17,6 +17,11 @@
  *                  workspace): {"ms": [...]}
  *         scores S N N timed calls of the induction score and the previous-token score
  *                  on S sequences of a repeated-random-token dataset: {"ms": [...]}
+ *         cache N  N rounds of three passes on the training batch, in turn: a plain forward
+ *                  (induct_model_forward, losses only), a cache of every hook point but
+ *                  attn.hook_result (TransformerLens's run_with_cache default), and a cache
+ *                  of every point with it (induct_model_run_with_cache, buffers reused):
+ *                  {"plain": [...], "cache": [...], "cache_result": [...]} (ms)
  *         rss      {"peak_rss_kib": ..., "base_rss_kib": ..., "n_params": ...}
  *         quit
  *   bench_step roof [--threads N] [--size S] [--reps R]
@@ -116,6 +121,63 @@ static int roof(int argc, char **argv) {
     free(c);
     free(g);
     return 0;
+}
+
+/* The cache command (see the top): every hook point of the model, with and without the
+ * per-head results, against a plain forward pass, alternated round by round. */
+static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32_t T,
+                         size_t rounds) {
+    enum { MAXP = 256 };
+    char names[MAXP][96];
+    const char *nm[MAXP];
+    float *bufs[MAXP];
+    size_t caps[MAXP], np = 0, nr = 0, len;
+    const char *with_result[MAXP];
+    float *with_result_bufs[MAXP];
+    size_t with_result_caps[MAXP];
+    while (np < MAXP && induct_model_hook_point(m, np, names[np], sizeof names[np], &len) ==
+                            INDUCT_OK) {
+        size_t numel;
+        die(induct_model_hook_shape(m, names[np], B, T, NULL, NULL, &numel), "hook shape");
+        bufs[np] = malloc(numel * sizeof(float));
+        caps[np] = numel;
+        if (!bufs[np]) die(INDUCT_ENOMEM, "cache buffers");
+        with_result[np] = names[np];
+        with_result_bufs[np] = bufs[np];
+        with_result_caps[np] = numel;
+        if (!strstr(names[np], "hook_result")) { /* the default cache: all but these */
+            nm[nr] = names[np];
+            bufs[nr] = bufs[np];
+            caps[nr] = numel;
+            nr++;
+        }
+        np++;
+    }
+    double *t = malloc(3 * rounds * sizeof *t);
+    for (size_t r = 0; r < rounds; r++) {
+        double t0 = now_ms();
+        die(induct_model_forward(m, tok, B, T, NULL, 0, NULL, 0, NULL), "forward");
+        double t1 = now_ms();
+        die(induct_model_run_with_cache(m, tok, B, T, nm, bufs, caps, nr, NULL, 0, NULL),
+            "cache");
+        double t2 = now_ms();
+        die(induct_model_run_with_cache(m, tok, B, T, with_result, with_result_bufs,
+                                        with_result_caps, np, NULL, 0, NULL),
+            "cache with hook_result");
+        double t3 = now_ms();
+        t[r] = t1 - t0, t[rounds + r] = t2 - t1, t[2 * rounds + r] = t3 - t2;
+    }
+    const char *key[3] = {"plain", "cache", "cache_result"};
+    printf("{");
+    for (int k = 0; k < 3; k++) {
+        printf("%s\"%s\": [", k ? ", " : "", key[k]);
+        for (size_t r = 0; r < rounds; r++) printf("%s%.4f", r ? ", " : "", t[k * rounds + r]);
+        printf("]");
+    }
+    printf("}\n");
+    fflush(stdout);
+    for (size_t i = 0; i < np; i++) free(with_result_bufs[i]);
+    free(t);
 }
 
 static int step(int argc, char **argv) {
@@ -224,6 +286,11 @@ static int step(int argc, char **argv) {
             fflush(stdout);
             induct_dataset_free(d);
             free(tb);
+            continue;
+        }
+        if (!strcmp(cmd, "cache")) {
+            if (nf < 2 || k < 1) continue;
+            cache_rounds(m, tok, B, T, (size_t)k);
             continue;
         }
         if (!strcmp(cmd, "rss")) {
