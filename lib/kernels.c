@@ -1203,45 +1203,65 @@ size_t induct__attn_scratch_floats(size_t T, size_t dh) {
     return (n + 15) & ~(size_t)15; /* keep every thread's block 64-byte aligned */
 }
 
+/* The per-(batch, head) kernels of one instantiation (attn_simd decides which). */
+typedef void (*attn_fwd_fn)(float *, size_t, float *, const float *, size_t, const float *,
+                            size_t, const float *, size_t, size_t, size_t, float, float *,
+                            unsigned);
+typedef void (*attn_rows_fn)(float *, size_t, float *, const float *, size_t, const float *,
+                             size_t, const float *, size_t, size_t, size_t, float, float *,
+                             const size_t *, size_t, size_t);
+typedef void (*attn_bwd_fn)(float *, float *, float *, const float *, size_t, const float *,
+                            size_t, const float *, size_t, const float *, size_t, const float *,
+                            const uint8_t *, const float *, const uint8_t *, size_t, size_t,
+                            float, float *);
+typedef struct attn_kernels {
+    attn_fwd_fn fwd;
+    attn_rows_fn rows;
+    attn_bwd_fn bwd;
+} attn_kernels;
+
+static attn_kernels attn_kernels_for(size_t T) {
+    attn_kernels k = {attn_fwd_bh_scalar, attn_rows_bh_scalar, attn_bwd_bh_scalar};
+    int simd = attn_simd(T);
+    (void)simd;
+#ifdef INDUCT_AVX2
+    if (simd == 1) k = (attn_kernels){attn_fwd_bh_avx2, attn_rows_bh_avx2, attn_bwd_bh_avx2};
+#endif
+#ifdef INDUCT_AVX512
+    if (simd == 2) k = (attn_kernels){attn_fwd_bh_avx512, attn_rows_bh_avx512, attn_bwd_bh_avx512};
+#endif
+    return k;
+}
+
+/* This thread's block of the kernels' scratch (per floats each). */
+static float *thread_scratch(float *scratch, size_t per) {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    return scratch + (size_t)tid * per;
+}
+
 void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
                                  const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
                                  size_t T, size_t H, size_t dh, float *scratch, int nt,
                                  unsigned stages) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
-    int simd = attn_simd(T);
-    (void)simd;
+    attn_kernels kn = attn_kernels_for(T);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        float *sc = scratch + (size_t)tid * per;
+        float *sc = thread_scratch(scratch, per);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (idx bh = 0; bh < (idx)(B * H); bh++) {
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
-            float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
-            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
-                        *vb = v + r0 * ldv + h * dh;
-#ifdef INDUCT_AVX512
-            if (simd == 2) {
-                attn_fwd_bh_avx512(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
-                                   stages);
-                continue;
-            }
-#endif
-#ifdef INDUCT_AVX2
-            if (simd) {
-                attn_fwd_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
-                continue;
-            }
-#endif
-            attn_fwd_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
+            kn.fwd(z + r0 * ldz + h * dh, ldz, att + (size_t)bh * T * T, q + r0 * ldq + h * dh,
+                   ldq, k + r0 * ldk + h * dh, ldk, v + r0 * ldv + h * dh, ldv, T, dh, scale, sc,
+                   stages);
         }
     }
 }
@@ -1252,41 +1272,20 @@ void induct__attn_causal_rows(float *z, size_t ldz, float *att, const float *q, 
                               float *scratch, int nt) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
-    int simd = attn_simd(T); /* the instantiation (and tile) the whole pass takes */
-    (void)simd;
+    attn_kernels kn = attn_kernels_for(T); /* the instantiation (and tile) the whole pass takes */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        float *sc = scratch + (size_t)tid * per;
+        float *sc = thread_scratch(scratch, per);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (idx bh = 0; bh < (idx)(B * H); bh++) {
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
-            float *zb = z + r0 * ldz + h * dh, *ab = att + (size_t)bh * T * T;
-            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh,
-                        *vb = v + r0 * ldv + h * dh;
-#ifdef INDUCT_AVX512
-            if (simd == 2) {
-                attn_rows_bh_avx512(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
-                                    rows, n_rows, b);
-                continue;
-            }
-#endif
-#ifdef INDUCT_AVX2
-            if (simd) {
-                attn_rows_bh_avx2(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, rows,
-                                  n_rows, b);
-                continue;
-            }
-#endif
-            attn_rows_bh_scalar(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, rows,
-                                n_rows, b);
+            kn.rows(z + r0 * ldz + h * dh, ldz, att + (size_t)bh * T * T, q + r0 * ldq + h * dh,
+                    ldq, k + r0 * ldk + h * dh, ldk, v + r0 * ldv + h * dh, ldv, T, dh, scale, sc,
+                    rows, n_rows, b);
         }
     }
 }
@@ -1299,45 +1298,22 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   float *scratch, int nt) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
-    int simd = attn_simd(T);
-    (void)simd;
+    attn_kernels kn = attn_kernels_for(T);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
 #endif
     {
-        int tid = 0;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-#endif
-        float *sc = scratch + (size_t)tid * per;
+        float *sc = thread_scratch(scratch, per);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (idx bh = 0; bh < (idx)(B * H); bh++) {
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
-            const float *ab = att + (size_t)bh * T * T;
-            const uint8_t *mb = amask ? amask + (size_t)bh * T * T : NULL;
-            const uint8_t *sb = smask ? smask + (size_t)bh * T * T : NULL;
-            const float *pb = att_sm ? att_sm + (size_t)bh * T * T : NULL;
-            float *dqb = dq + r0 * ldq + o, *dkb = dk + r0 * ldk + o, *dvb = dv + r0 * ldv + o;
-            const float *dzb = dz + r0 * ldz + o, *qb = q + r0 * ldq + o, *kb = k + r0 * ldk + o,
-                        *vb = v + r0 * ldv + o;
-#ifdef INDUCT_AVX512
-            if (simd == 2) {
-                attn_bwd_bh_avx512(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb,
-                                   sb, T, dh, scale, sc);
-                continue;
-            }
-#endif
-#ifdef INDUCT_AVX2
-            if (simd) {
-                attn_bwd_bh_avx2(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb,
-                                 sb, T, dh, scale, sc);
-                continue;
-            }
-#endif
-            attn_bwd_bh_scalar(dqb, dkb, dvb, dzb, ldz, qb, ldq, kb, ldk, vb, ldv, ab, mb, pb, sb,
-                               T, dh, scale, sc);
+            size_t a0 = (size_t)bh * T * T;
+            kn.bwd(dq + r0 * ldq + o, dk + r0 * ldk + o, dv + r0 * ldv + o, dz + r0 * ldz + o,
+                   ldz, q + r0 * ldq + o, ldq, k + r0 * ldk + o, ldk, v + r0 * ldv + o, ldv,
+                   att + a0, amask ? amask + a0 : NULL, att_sm ? att_sm + a0 : NULL,
+                   smask ? smask + a0 : NULL, T, dh, scale, sc);
         }
     }
 }
