@@ -8,7 +8,7 @@
 #                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
 #   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
 #                    phase-change defaults (3 models: the 2-layer one 3000 steps, the 1-layer
-#                    ones 2000; about 9 min on 2 idle cores)
+#                    ones 2000; about 8 min on 2 idle cores)
 #   --full           the long run: the 3 models and a smeared-key 2-layer one, 12000 steps
 #                    each (49 M tokens per model), evaluation every 250 steps on 256
 #                    windows (over an hour on 2 cores; docs/phase-change.md)
@@ -119,7 +119,7 @@ if [ "$full" = 1 ]; then
     echo "phase-change.sh: the full run: 12000 steps (49 M tokens) per model, about an hour on 2 cores"
 else
     echo "phase-change.sh: the default run: the 2-layer model 3000 steps (12.3 M tokens), the 1-layer"
-    echo "  models 2000 steps; about 9 minutes on 2 idle cores"
+    echo "  models 2000 steps; about 8 minutes on 2 idle cores"
 fi
 "$exe" --out "$out" "$@"
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
