@@ -2780,13 +2780,6 @@ INDUCT_API int induct_model_run_with_cache(induct_model *model, const int32_t *t
 /**
  * @brief One training step (as induct_train_step()) with caller hooks in its forward
  * pass; the backward pass follows what they did (see induct_model_backward_with_hooks()).
- * @param optimizer The optimizer (and its model).
- * @param dataset Source of the batch (as induct_train_step()).
- * @param batch Number of sequences, ≥ 1.
- * @param seq_len Tokens per sequence, 2 … n_ctx.
- * @param hooks `n_hooks` hooks (may be NULL when `n_hooks` is 0); read during the call only.
- * @param n_hooks At most 4096.
- * @param[out] loss_out Mean loss of the hooked pass before the update (nats), or NULL.
  *
  * With ::INDUCT_OPT_GRAD_SHARDS = S > 1 or a communicator (@ref distributed) the hooks
  * run in every shard's forward pass, on that shard's batch/S sequences (`shape[0]` is
