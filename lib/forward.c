@@ -457,7 +457,8 @@ static int use_fold(const induct_model *m, const induct__pass *p) {
            !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
 }
 
-/* Does pass p compute layer l only at its rows p->rows (rows_attention, rows_mlp)?
+/* Does pass p compute layer l only at its rows p->rows (the query, pattern rows, z,
+ * attention output and MLP; attention_layer and forward_pass)?
  * Only the last layer of a forward-only pass with rows, at most an eighth of its
  * positions (the analyses' partial passes; never training), and only when no hook sits
  * at that layer (a hook there sees a whole tensor: the whole layer is computed, correct
@@ -476,7 +477,38 @@ static int rows_layer(const induct_model *m, const induct__pass *p, uint32_t l) 
 
 static size_t rows_tail_scratch(const induct_model *m, const induct__pass *p);
 
-/* Floats of scratch the row products of rows_attention and rows_mlp need. */
+/* A LayerNorm over every row, or (at_rows) at the rows p->rows only, row by row: the same
+ * bits per row. */
+static void ln_forward_at(induct_model *m, const induct__pass *p, int at_rows, float *out,
+                          float *mean, float *rstd, const float *inp, const float *w,
+                          const float *b) {
+    size_t D = m->cfg.d_model;
+    if (!at_rows) {
+        induct__layernorm_forward(out, mean, rstd, inp, w, b, (size_t)p->B * p->T, D,
+                                  induct__nt(m));
+        return;
+    }
+    for (size_t i = 0; i < p->n_rows; i++) {
+        size_t r = p->rows[i];
+        induct__layernorm_forward(out + r * D, mean + r, rstd + r, inp + r * D, w, b, 1, D, 1);
+    }
+}
+
+/* out[N][C] = inp + bias + A[N][K] W[K][C] (inp may be NULL; rows contiguous) over every
+ * row, or (at_rows) at the rows p->rows only with each row's whole-product bits
+ * (induct__gemm_bias_rows; hs holds rows_scratch floats). */
+static void product_at(induct_model *m, const induct__pass *p, int at_rows, size_t C,
+                       size_t K, const float *A, const float *Wt, float *out, const float *inp,
+                       const float *bias, float *hs) {
+    size_t N = (size_t)p->B * p->T;
+    if (at_rows)
+        induct__gemm_bias_rows(induct__nt(m), N, C, K, A, K, Wt, C, out, C, inp, C, bias,
+                               p->rows, p->n_rows, hs);
+    else
+        induct__gemm_bias(induct__nt(m), N, C, K, A, K, Wt, C, out, C, inp, C, bias);
+}
+
+/* Floats of scratch the row products of a rows_layer need (product_at). */
 static size_t rows_scratch(const induct_model *m, const induct__pass *p) {
     const induct_model_config *c = &m->cfg;
     if (!rows_layer(m, p, c->n_layers - 1)) return 0;
@@ -534,17 +566,12 @@ static size_t rows_tail_scratch(const induct_model *m, const induct__pass *p) {
  * everywhere, when the row product computes the whole product), its losses not. */
 static double rows_tail(induct_model *m, const induct__pass *p, float *hs) {
     const induct_model_config *c = &m->cfg;
-    size_t R = p->n_rows, D = c->d_model, V = c->d_vocab, N = (size_t)p->B * p->T;
-    int nt = induct__nt(m);
-    for (size_t i = 0; c->layer_norm && i < R; i++) {
-        size_t r = p->rows[i];
-        induct__layernorm_forward(W(m->a_lnf) + r * D, W(m->a_lnf_mean) + r,
-                                  W(m->a_lnf_rstd) + r, W(m->a_resid_final) + r * D,
-                                  P(m->lnf_w), P(m->lnf_b), 1, D, 1);
-    }
+    size_t R = p->n_rows, D = c->d_model, V = c->d_vocab;
+    if (c->layer_norm)
+        ln_forward_at(m, p, 1, W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
+                      W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b));
     float *lg = W(m->a_logits);
-    induct__gemm_bias_rows(nt, N, V, D, W(m->a_lnf), D, P(m->W_U), V, lg, V, NULL, 0, P(m->b_U),
-                           p->rows, R, hs);
+    product_at(m, p, 1, V, D, W(m->a_lnf), P(m->W_U), lg, NULL, P(m->b_U), hs);
     double sum = 0.0;
     for (size_t i = 0; i < R; i++) {
         /* the full pass's cross-entropy kernel, one row: the same bits from the same logits */
@@ -680,6 +707,9 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
     uint32_t B = p->B, T = p->T;
     int nt = induct__nt(m), any = n_hooks(p);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    /* the scored rows only (no hook at this layer): LN1, keys and values stay whole (every
+     * position up to a row is read), the query, pattern rows, z and output at the rows */
+    int at_rows = rows_layer(m, p, l);
     FIRE(INDUCT__HP_RESID_PRE, l, W(a->resid_pre));
     if (c->layer_norm) {
         if (any && hooked(p, INDUCT__HP_LN1, l, 0))
@@ -699,7 +729,7 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
     if (l == 0 && fold) {
         fold_forward(m, tokens, B, T);
     } else {
-        induct__linear_forward(W(a->q), W(a->qk_in), W(a->wq), P(o->b_Q), N, D, HD, nt);
+        product_at(m, p, at_rows, HD, D, W(a->qk_in), W(a->wq), W(a->q), NULL, P(o->b_Q), hs);
         induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
         induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
     }
@@ -716,7 +746,10 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
 induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, \
                             B, T, H, dh, W(m->g_att), nt, (stages))
     int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
-    if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
+    if (at_rows) { /* each row with the whole pass's operations (its query block's) */
+        induct__attn_causal_rows(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                 B, T, H, dh, p->rows, p->n_rows, W(m->g_att), nt);
+    } else if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
         /* a training pass: nobody reads the pattern above the diagonal */
         ATTN(INDUCT__ATTN_ALL | (p->grad ? INDUCT__ATTN_NO_TAIL : 0u));
     } else {
@@ -736,72 +769,9 @@ induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(
     if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
         INDUCT_TRY(attn_out_hooked(m, p, l, attn_resid, hs));
     else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                          W(a->resid_pre), D, P(o->b_O));
+        product_at(m, p, at_rows, D, HD, W(a->z), P(o->W_O), attn_resid, W(a->resid_pre),
+                   P(o->b_O), hs);
     return INDUCT_OK;
-}
-
-/* attention_layer at the rows p->rows only (see rows_layer: no hooks at this layer).
- * LN1, the keys and the values stay whole (every position up to a row is read); the
- * query, the pattern row, z and the attention output are computed at the rows only.
- * Bits: every row gets the whole pass's operations in the whole pass's order (the row
- * products keep each row's place in OpenBLAS's tiles, induct__gemm_bias_rows; the
- * attention rows keep their query block, induct__attn_causal_rows), so a row's loss is
- * bit-identical to the whole pass's (tests/check_rows.c). */
-static void rows_attention(induct_model *m, const induct__pass *p, uint32_t l, int fold,
-                           float *attn_resid, float *hs) {
-    const induct_model_config *c = &m->cfg;
-    const induct__layer_off *o = &m->L[l];
-    const induct__layer_act *a = &m->A[l];
-    uint32_t B = p->B, T = p->T;
-    int nt = induct__nt(m);
-    size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
-    size_t R = p->n_rows;
-    if (c->layer_norm)
-        induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd), W(a->resid_pre),
-                                  P(o->ln1_w), P(o->ln1_b), N, D, nt);
-    if (induct__qk_reads_pos(c, l))
-        induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
-    pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
-    pack_heads(W(a->wk), P(o->W_K), D, H, dh);
-    pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-    if (l == 0 && fold) { /* a one-layer model: the tables give every row at once */
-        fold_forward(m, p->tokens, B, T);
-    } else {
-        induct__gemm_bias_rows(nt, N, HD, D, W(a->qk_in), D, W(a->wq), HD, W(a->q), HD, NULL,
-                               0, P(o->b_Q), p->rows, R, hs);
-        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
-    }
-    if (c->smeared_keys)
-        induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-    induct__attn_causal_rows(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, B,
-                             T, H, dh, p->rows, R, W(m->g_att), nt);
-    induct__gemm_bias_rows(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                           W(a->resid_pre), D, P(o->b_O), p->rows, R, hs);
-}
-
-/* The MLP of layer l at the rows p->rows only (see rows_attention). */
-static void rows_mlp(induct_model *m, const induct__pass *p, uint32_t l, float *out_resid,
-                     float *hs) {
-    const induct_model_config *c = &m->cfg;
-    const induct__layer_off *o = &m->L[l];
-    const induct__layer_act *a = &m->A[l];
-    int nt = induct__nt(m);
-    size_t N = (size_t)p->B * p->T, D = c->d_model, M = c->d_mlp, R = p->n_rows;
-    /* LayerNorm and GELU work row by row (element by element): the same bits per row */
-    for (size_t i = 0; c->layer_norm && i < R; i++) {
-        size_t r = p->rows[i];
-        induct__layernorm_forward(W(a->ln2) + r * D, W(a->ln2_mean) + r, W(a->ln2_rstd) + r,
-                                  W(a->resid_mid) + r * D, P(o->ln2_w), P(o->ln2_b), 1, D, 1);
-    }
-    induct__gemm_bias_rows(nt, N, M, D, W(a->ln2), D, P(o->W_in), M, W(a->mlp_pre), M, NULL, 0,
-                           P(o->b_in), p->rows, R, hs);
-    for (size_t i = 0; i < R; i++)
-        induct__gelu_forward_fast(W(a->mlp_post) + p->rows[i] * M,
-                                  W(a->mlp_pre) + p->rows[i] * M, M, 1);
-    induct__gemm_bias_rows(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
-                           W(a->resid_mid), D, P(o->b_out), p->rows, R, hs);
 }
 
 /* Where the unembedding's input gradient goes: d(lnf) with LayerNorm, else straight into
@@ -838,13 +808,9 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
         const induct__layer_act *a = &m->A[l];
         float *out_resid = (l + 1 < c->n_layers) ? W(m->A[l + 1].resid_pre) : W(m->a_resid_final);
         float *attn_resid = M ? W(a->resid_mid) : out_resid;
-        if (rows_layer(m, p, l)) { /* the last layer, at the scored rows only */
-            if (!p->resume || l != l0) rows_attention(m, p, l, fold, attn_resid, hs);
-            if (M) rows_mlp(m, p, l, out_resid, hs);
-            continue;
-        }
         if (!p->resume || l != l0) INDUCT_TRY(attention_layer(m, p, l, fold, attn_resid, hs));
         if (M) {
+            int at_rows = rows_layer(m, p, l); /* no hook at this layer then */
             FIRE(INDUCT__HP_RESID_MID, l, W(a->resid_mid));
             if (c->layer_norm) {
                 if (any && hooked(p, INDUCT__HP_LN2, l, 0))
@@ -852,17 +818,22 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                                                 W(a->ln2_mean), W(a->ln2_rstd), W(a->resid_mid),
                                                 P(o->ln2_w), P(o->ln2_b), hs));
                 else
-                    induct__layernorm_forward(W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
-                                              W(a->resid_mid), P(o->ln2_w), P(o->ln2_b), N, D,
-                                              nt);
+                    ln_forward_at(m, p, at_rows, W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
+                                  W(a->resid_mid), P(o->ln2_w), P(o->ln2_b));
             }
-            induct__linear_forward(W(a->mlp_pre), W(a->ln2), P(o->W_in), P(o->b_in), N, D, M, nt);
+            product_at(m, p, at_rows, M, D, W(a->ln2), P(o->W_in), W(a->mlp_pre), NULL,
+                       P(o->b_in), hs);
             FIRE(INDUCT__HP_MLP_PRE, l, W(a->mlp_pre));
-            induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
+            if (at_rows) /* element by element: the same bits per row */
+                for (size_t i = 0; i < p->n_rows; i++)
+                    induct__gelu_forward_fast(W(a->mlp_post) + p->rows[i] * M,
+                                              W(a->mlp_pre) + p->rows[i] * M, M, 1);
+            else
+                induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
             FIRE(INDUCT__HP_MLP_POST, l, W(a->mlp_post));
             /* resid_post = resid_mid + b_out + mlp_post W_out */
-            induct__gemm_bias(nt, N, D, M, W(a->mlp_post), M, P(o->W_out), D, out_resid, D,
-                              W(a->resid_mid), D, P(o->b_out));
+            product_at(m, p, at_rows, D, M, W(a->mlp_post), P(o->W_out), out_resid,
+                       W(a->resid_mid), P(o->b_out), hs);
         }
         FIRE(INDUCT__HP_RESID_POST, l, out_resid);
     }
