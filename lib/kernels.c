@@ -150,6 +150,23 @@ static void gemm_block(int t, int nt, size_t chunks, size_t unit, size_t M, size
     *r1 = c1 * unit < M ? c1 * unit : M;
 }
 
+/* The largest n <= want such that each of n row blocks (gemm_block over `chunks` units)
+ * of an M x N x K product is above the small-matrix limit, as the whole call is; >= 1. */
+static int gemm_blocks_above_limit(int want, size_t chunks, size_t unit, size_t M, size_t N,
+                                   size_t K) {
+    double small = gemm_split_rule().small_mnk;
+    for (; want > 1; want--) {
+        int ok = 1;
+        for (int t = 0; t < want && ok; t++) {
+            size_t r0, r1;
+            gemm_block(t, want, chunks, unit, M, &r0, &r1);
+            ok = (double)(r1 - r0) * (double)N * (double)K > small;
+        }
+        if (ok) break;
+    }
+    return want;
+}
+
 /* How many row blocks (threads) an M x N x K product is split into; 1 means one call.
  * *chunks and *unit describe the blocks for gemm_block. */
 static int gemm_plan(int nt, size_t M, size_t N, size_t K, size_t *chunks, size_t *unit) {
@@ -162,17 +179,7 @@ static int gemm_plan(int nt, size_t M, size_t N, size_t K, size_t *chunks, size_
     if (nt <= 1 || M <= rule.unit || M * N * K < ((size_t)1 << 20)) return 1;
     *chunks = (M + rule.unit - 1) / rule.unit;
     if ((size_t)nt > *chunks) nt = (int)*chunks;
-    /* every block above the small-matrix limit, as the whole call is */
-    for (; nt > 1; nt--) {
-        int ok = 1;
-        for (int t = 0; t < nt && ok; t++) {
-            size_t r0, r1;
-            gemm_block(t, nt, *chunks, rule.unit, M, &r0, &r1);
-            ok = (double)(r1 - r0) * (double)N * (double)K > rule.small_mnk;
-        }
-        if (ok) break;
-    }
-    return nt;
+    return gemm_blocks_above_limit(nt, *chunks, rule.unit, M, N, K);
 }
 
 void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, float alpha,
@@ -1368,54 +1375,33 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
     return loss;
 }
 
-/* Blocks of rows of induct__unembed_xent: whole multiples of the product's row unit but
- * the last (the bits of a row do not depend on the block it is computed in, see
- * gemm_split_rule), a multiple of the thread count of them, logits of a block within
- * UNEMBED_BLOCK_FLOATS (they are read back from the last-level cache; smaller blocks make
- * OpenBLAS pack W_U more often), every product above the small-matrix limit. Block k is
- * rows [unembed_row(k), unembed_row(k + 1)). */
+/* Row blocks of induct__unembed_xent (gemm_block's, over the product's row units: the
+ * bits of a row do not depend on the block it is computed in, see gemm_split_rule): a
+ * multiple of the thread count of them, the logits of a block within UNEMBED_BLOCK_FLOATS
+ * (they are read back from the last-level cache; smaller blocks make OpenBLAS pack W_U
+ * more often), every product above the small-matrix limit. */
 #define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
-typedef struct unembed_plan {
-    size_t N, unit, units, blocks;
-} unembed_plan;
-
-static size_t unembed_row(const unembed_plan *pl, size_t k) {
-    size_t r = pl->units * k / pl->blocks * pl->unit;
-    return r < pl->N ? r : pl->N;
-}
-
-static unembed_plan unembed_blocks(size_t N, size_t D, size_t V, int nt) {
-    gemm_split rule = gemm_split_rule();
-    unembed_plan pl = {N, rule.unit, (N + rule.unit - 1) / rule.unit, 1};
-    size_t k = UNEMBED_BLOCK_FLOATS / (V * pl.unit);
+static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
+    size_t units = (N + unit - 1) / unit, k = UNEMBED_BLOCK_FLOATS / (V * unit);
     if (!k) k = 1;
-    if (N * V * D < ((size_t)1 << 20)) return pl; /* one product */
-    pl.blocks = (pl.units + k - 1) / k;
-    pl.blocks = (pl.blocks + (size_t)nt - 1) / (size_t)nt * (size_t)nt; /* as many per thread */
-    if (pl.blocks > pl.units) pl.blocks = pl.units;
-    /* fewer blocks until the smallest is above the small-matrix limit */
-    for (; pl.blocks > 1; pl.blocks--) {
-        size_t smallest = N;
-        for (size_t b = 0; b < pl.blocks; b++) {
-            size_t n = unembed_row(&pl, b + 1) - unembed_row(&pl, b);
-            if (n < smallest) smallest = n;
-        }
-        if ((double)smallest * (double)V * (double)D > rule.small_mnk) break;
-    }
-    return pl;
+    if (N * V * D < ((size_t)1 << 20)) return 1; /* one product */
+    size_t blocks = (units + k - 1) / k;
+    blocks = (blocks + (size_t)nt - 1) / (size_t)nt * (size_t)nt; /* as many per thread */
+    if (blocks > units) blocks = units;
+    return gemm_blocks_above_limit((int)blocks, units, unit, N, V, D);
 }
 
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
                             const float *x, const float *W_U, const float *b_U,
                             const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
                             float scale, size_t only, int nt) {
-    size_t N = B * T;
-    unembed_plan pl = unembed_blocks(N, D, V, nt);
-    size_t blocks = pl.blocks;
-    if ((size_t)nt > blocks) nt = (int)blocks;
+    size_t N = B * T, unit = gemm_split_rule().unit, units = (N + unit - 1) / unit;
+    int blocks = unembed_blocks(N, D, V, unit, nt);
+    if (nt > blocks) nt = blocks;
     PFOR
     for (idx k = 0; k < (idx)blocks; k++) {
-        size_t r0 = unembed_row(&pl, (size_t)k), r1 = unembed_row(&pl, (size_t)k + 1);
+        size_t r0, r1;
+        gemm_block((int)k, blocks, units, unit, N, &r0, &r1);
         prefill_rows(logits, V, NULL, 0, b_U, r0, r1, V);
         gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, logits + r0 * V, V);
         for (size_t bt = r0; bt < r1; bt++) {
