@@ -129,26 +129,17 @@ static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32
                          size_t rounds) {
     enum { MAXP = 256 };
     char names[MAXP][96];
-    const char *nm[MAXP];
-    float *bufs[MAXP];
-    size_t caps[MAXP], np = 0, nr = 0, len;
-    const char *with_result[MAXP];
-    float *with_result_bufs[MAXP];
-    size_t with_result_caps[MAXP];
+    const char *all[MAXP], *dflt[MAXP]; /* every point; all but the per-head results */
+    float *bufs[MAXP], *dbufs[MAXP];
+    size_t caps[MAXP], dcaps[MAXP], np = 0, nr = 0, len;
     while (np < MAXP && induct_model_hook_point(m, np, names[np], sizeof names[np], &len) ==
                             INDUCT_OK) {
-        size_t numel;
-        die(induct_model_hook_shape(m, names[np], B, T, NULL, NULL, &numel), "hook shape");
-        bufs[np] = malloc(numel * sizeof(float));
-        caps[np] = numel;
+        die(induct_model_hook_shape(m, names[np], B, T, NULL, NULL, &caps[np]), "hook shape");
+        bufs[np] = malloc(caps[np] * sizeof(float));
         if (!bufs[np]) die(INDUCT_ENOMEM, "cache buffers");
-        with_result[np] = names[np];
-        with_result_bufs[np] = bufs[np];
-        with_result_caps[np] = numel;
-        if (!strstr(names[np], "hook_result")) { /* the default cache: all but these */
-            nm[nr] = names[np];
-            bufs[nr] = bufs[np];
-            caps[nr] = numel;
+        all[np] = names[np];
+        if (!strstr(names[np], "hook_result")) {
+            dflt[nr] = names[np], dbufs[nr] = bufs[np], dcaps[nr] = caps[np];
             nr++;
         }
         np++;
@@ -158,11 +149,10 @@ static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32
         double t0 = now_ms();
         die(induct_model_forward(m, tok, B, T, NULL, 0, NULL, 0, NULL), "forward");
         double t1 = now_ms();
-        die(induct_model_run_with_cache(m, tok, B, T, nm, bufs, caps, nr, NULL, 0, NULL),
+        die(induct_model_run_with_cache(m, tok, B, T, dflt, dbufs, dcaps, nr, NULL, 0, NULL),
             "cache");
         double t2 = now_ms();
-        die(induct_model_run_with_cache(m, tok, B, T, with_result, with_result_bufs,
-                                        with_result_caps, np, NULL, 0, NULL),
+        die(induct_model_run_with_cache(m, tok, B, T, all, bufs, caps, np, NULL, 0, NULL),
             "cache with hook_result");
         double t3 = now_ms();
         t[r] = t1 - t0, t[rounds + r] = t2 - t1, t[2 * rounds + r] = t3 - t2;
@@ -176,7 +166,7 @@ static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32
     }
     printf("}\n");
     fflush(stdout);
-    for (size_t i = 0; i < np; i++) free(with_result_bufs[i]);
+    for (size_t i = 0; i < np; i++) free(bufs[i]);
     free(t);
 }
 
