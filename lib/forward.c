@@ -128,13 +128,12 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
         ALLOC(m->g_mlp, N, M);
         ALLOC(m->g_mlp2, N, M);
     }
-    ALLOC(m->g_logits, N, V);
     /* per-thread scratch of the fused attention kernels */
     ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
     ALLOC(m->g_alpha, BH, 1);
     ALLOC(m->g_w, D, HD);
     { /* the unembedding's and the MLP's weight-gradient scratch */
-        size_t a = induct__linear_backward_scratch(N, D, V), b = 0, b2 = 0;
+        size_t a = induct__unembed_grad_scratch(N, D, V, (int)c->n_threads), b = 0, b2 = 0;
         if (M) {
             b = induct__linear_backward_scratch(N, D, M);
             b2 = induct__linear_backward_scratch(N, M, D);
@@ -853,13 +852,14 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
             induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
                                       W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
-    /* with gradients the loss's gradient and d(lnf) come out of the same pass over the
-     * logits (the backward pass takes them from there) */
-    double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses),
-                                      p->grad ? W(m->g_logits) : NULL,
-                                      p->grad ? unembed_dinp(m) : NULL, W(m->a_lnf), P(m->W_U),
-                                      P(m->b_U), tokens, B, T, D, V, loss_scale(p), p->score_pos,
-                                      nt);
+    /* with gradients, d(lnf) and the terms of W_U's and b_U's gradients come out of the
+     * same pass over each block of logits, which stay in cache and are not stored (the
+     * backward pass takes the gradients from there) */
+    int g = p->grad;
+    double sum = induct__unembed_xent(g ? NULL : W(m->a_logits), W(m->a_losses), NULL,
+                                      g ? unembed_dinp(m) : NULL, g ? W(m->g_wt) : NULL,
+                                      W(m->a_lnf), P(m->W_U), P(m->b_U), tokens, B, T, D, V,
+                                      loss_scale(p), p->score_pos, nt);
     double count = (double)B * (T - 1);
     if (p->score_pos) { /* one scored position per row (e.g. key-value retrieval) */
         const float *ls = W(m->a_losses);
@@ -978,10 +978,9 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     size_t V = c->d_vocab, M = c->d_mlp;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
-    /* unembed: logits = lnf W_U + b_U; the forward left dlogits (loss_scale) and d(lnf)
-     * (unembed_dinp) */
-    induct__linear_backward(NULL, G(m->W_U), G(m->b_U), W(m->g_logits), W(m->a_lnf), P(m->W_U),
-                            N, D, V, W(m->g_wt), nt);
+    /* unembed: logits = lnf W_U + b_U; the forward left d(lnf) (unembed_dinp) and the
+     * row blocks' terms of W_U's and b_U's gradients (g_wt) */
+    induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
         ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,

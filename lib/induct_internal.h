@@ -274,7 +274,7 @@ struct induct_model {
      * f_grp, same shape: d q, k, v summed per token id and per position */
     size_t f_tab, f_grp;
     /* backward scratch */
-    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_logits, g_att, g_alpha, g_w, g_wt;
+    size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_att, g_alpha, g_w, g_wt;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
     induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
     /* resource limits: bytes held for this model (parameters, gradients, tables,

@@ -1350,9 +1350,10 @@ float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, 
 
 /* One logits row's loss (as induct__xent_row) and its gradient g = (exp(l - max) / sum -
  * onehot(target)) * scale: the exponentials of the sum are stored and then scaled, the
- * same values a second pass exp(l - max) * (scale / sum) would give. */
+ * same values a second pass exp(l - max) * (scale / sum) would give. g may be l (the
+ * gradient then replaces the logits). */
 static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, float scale) {
-    float mx;
+    float mx, lt = l[target];
     double s;
 #ifdef INDUCT_AVX2
     if (induct__simd_active()) {
@@ -1364,7 +1365,7 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
         mx = row_max_scalar(l, V);
         s = sumexp_store_scalar(g, l, V, mx);
     }
-    float loss = (float)(log(s) + ((double)mx - (double)l[target])); /* read before g */
+    float loss = (float)(log(s) + ((double)mx - (double)lt));
     float mul = (float)((double)scale / (double)(float)s);
 #ifdef INDUCT_AVX2
     if (induct__simd_active()) scale_row_avx2(g, mul, V);
@@ -1391,23 +1392,59 @@ static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
     return gemm_blocks_above_limit((int)blocks, units, unit, N, V, D);
 }
 
+/* With the weight gradient the row blocks must not depend on the thread count (each
+ * block's term is one term of a fixed-order sum): the layout for UNEMBED_GRAD_NT threads,
+ * which keeps 1 and 2 threads balanced. *rows = the largest block's rows. */
+#define UNEMBED_GRAD_NT 2
+static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
+    size_t unit = gemm_split_rule().unit, units = (N + unit - 1) / unit;
+    int blocks = unembed_blocks(N, D, V, unit, UNEMBED_GRAD_NT);
+    *rows = 0;
+    for (int k = 0; k < blocks; k++) {
+        size_t r0, r1;
+        gemm_block(k, blocks, units, unit, N, &r0, &r1);
+        if (r1 - r0 > *rows) *rows = r1 - r0;
+    }
+    return blocks;
+}
+
+/* The weight-gradient scratch: the blocks' terms [blocks][V][D + 1], then per thread a
+ * block's [x | 1] [rows][D + 1] and its dlogits [rows][V]. */
+size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt) {
+    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows);
+    size_t K1 = D + 1, per = blocks + (size_t)nt;
+    /* the total is below (blocks + nt) * (V + rows) * (K1 + V) */
+    if (D >= SIZE_MAX / 2 || V >= SIZE_MAX / 2 || rows >= SIZE_MAX / 2 ||
+        V + rows > SIZE_MAX / (K1 + V) || per > SIZE_MAX / ((V + rows) * (K1 + V)))
+        return SIZE_MAX;
+    return blocks * V * K1 + (size_t)nt * rows * (K1 + V);
+}
+
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
-                            const float *x, const float *W_U, const float *b_U,
+                            float *wpart, const float *x, const float *W_U, const float *b_U,
                             const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
                             float scale, size_t only, int nt) {
-    size_t N = B * T, unit = gemm_split_rule().unit, units = (N + unit - 1) / unit;
-    int blocks = unembed_blocks(N, D, V, unit, nt);
+    size_t N = B * T, unit = gemm_split_rule().unit, units = (N + unit - 1) / unit, K1 = D + 1;
+    size_t rows = 0;
+    int blocks = wpart ? unembed_grad_blocks(N, D, V, &rows) : unembed_blocks(N, D, V, unit, nt);
+    float *per_thread = wpart ? wpart + (size_t)blocks * V * K1 : NULL;
+    int grad = dlogits || wpart;
     if (nt > blocks) nt = blocks;
     PFOR
     for (idx k = 0; k < (idx)blocks; k++) {
         size_t r0, r1;
         gemm_block((int)k, blocks, units, unit, N, &r0, &r1);
-        prefill_rows(logits, V, NULL, 0, b_U, r0, r1, V);
-        gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, logits + r0 * V, V);
+        float *xa = wpart ? thread_scratch(per_thread, rows * (K1 + V)) : NULL;
+        /* the block's dlogits: the caller's rows, or with wpart the thread's scratch, where
+         * they replace the block's logits row by row (logits is then not written) */
+        float *gb = wpart ? xa + rows * K1 : dlogits ? dlogits + r0 * V : NULL;
+        float *lb = wpart ? gb : logits + r0 * V;
+        prefill_rows(lb, V, NULL, 0, b_U, 0, r1 - r0, V);
+        gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, lb, V);
         for (size_t bt = r0; bt < r1; bt++) {
             size_t b = bt / T, p = bt % T;
-            const float *l = logits + bt * V;
-            float *g = dlogits ? dlogits + bt * V : NULL;
+            const float *l = lb + (bt - r0) * V;
+            float *g = grad ? gb + (bt - r0) * V : NULL;
             if (p + 1 == T) { /* no next token: no loss, no gradient */
                 if (g) memset(g, 0, V * sizeof *g);
                 continue;
@@ -1424,13 +1461,34 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
             }
             losses[b * (T - 1) + p] = loss;
         }
-        if (dx) /* the block's input gradient while its dlogits are in cache */
-            gemm_serial(0, 1, r1 - r0, D, V, 1.0f, dlogits + r0 * V, V, W_U, V, 0.0f, dx + r0 * D,
-                        D);
+        /* the block's gradients while its dlogits are in cache */
+        if (grad && dx)
+            gemm_serial(0, 1, r1 - r0, D, V, 1.0f, gb, V, W_U, V, 0.0f, dx + r0 * D, D);
+        if (wpart) { /* its term of [dW_U^T | db_U] = dlogits^T [x | 1] */
+            for (size_t r = r0; r < r1; r++) {
+                memcpy(xa + (r - r0) * K1, x + r * D, D * sizeof *xa);
+                xa[(r - r0) * K1 + D] = 1.0f;
+            }
+            gemm_serial(1, 0, V, K1, r1 - r0, 1.0f, gb, V, xa, K1, 0.0f,
+                        wpart + (size_t)k * V * K1, K1);
+        }
     }
     double sum = 0.0;
     for (size_t i = 0; i < B * (T - 1); i++) sum += losses[i];
     return sum;
+}
+
+void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, size_t D,
+                              size_t V, int nt) {
+    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows), K1 = D + 1;
+    PFOR
+    for (idx c = 0; c < (idx)V; c++) {
+        float *t = wpart + (size_t)c * K1; /* block 0's term, summed into in place */
+        for (size_t k = 1; k < blocks; k++)
+            for (size_t i = 0; i < K1; i++) t[i] += t[k * V * K1 + i];
+        for (size_t i = 0; i < D; i++) dW[i * V + (size_t)c] += t[i];
+        if (dbias) dbias[c] += t[D];
+    }
 }
 
 /* Parallel over fixed chunks of 4096 elements (boundaries independent of nt). */

@@ -3,6 +3,7 @@
  * CBLAS, libm expf, double sums) on awkward shapes and strides; exact zeros above the
  * diagonal; the SIMD and scalar paths bit-identical; 1, 2 and 3 threads bit-identical;
  * the exp approximation against libm. White-box: links the internal library. */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -235,7 +236,8 @@ END_TEST
 
 /* The unembedding + cross-entropy by blocks of rows: logits as one product gives them
  * (bit for bit, any thread count), losses and dlogits against the plain kernels, the
- * SIMD and scalar paths bit-identical, `only` and the forward-only call. V 1500 with
+ * weight gradient's blocks, the SIMD and scalar paths bit-identical, `only` and the
+ * forward-only call. V 1500 with
  * d_model 32 and 1,200 rows makes two blocks (the second one short); V 7 and 37 one. */
 START_TEST(test_unembed_xent) {
     const size_t B = 4, T = 300, D = 32, N = B * T;
@@ -253,7 +255,7 @@ START_TEST(test_unembed_xent) {
         for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
         const float scale = 0.25f;
         double s1 =
-            induct__unembed_xent(lg, l1, g1, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
+            induct__unembed_xent(lg, l1, g1, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
         /* the logits: the product of induct__linear_forward, bit for bit */
         induct__linear_forward(ref, x, W, bias, N, D, V, 1);
         ck_assert(memcmp(lg, ref, n * 4) == 0);
@@ -279,7 +281,7 @@ START_TEST(test_unembed_xent) {
         induct__gemm(1, 0, 1, N, D, V, 1.0f, g1, V, W, V, 0.0f, dx2, D);
         /* 1, 2 and 3 threads, and the scalar path: the same bits */
         for (int nt = 1; nt <= 3; nt++) {
-            double s3 = induct__unembed_xent(lg2, l3, g2, dx, x, W, bias, tok, B, T, D, V, scale,
+            double s3 = induct__unembed_xent(lg2, l3, g2, dx, NULL, x, W, bias, tok, B, T, D, V, scale,
                                              0, nt);
             ck_assert(s3 == s1);
             ck_assert(memcmp(lg2, lg, n * 4) == 0);
@@ -287,18 +289,57 @@ START_TEST(test_unembed_xent) {
             ck_assert(memcmp(g2, g1, n * 4) == 0);
             ck_assert(memcmp(dx, dx2, N * D * 4) == 0);
         }
+        /* With the weight gradient's terms: the same losses and d(input) bits without
+         * storing logits or dlogits; dW_U and db_U (added to what they held) the same bits
+         * for 1, 2 and 3 threads, and within the float summation bound of the double
+         * reference dlogits^T [x | 1] (n terms in float: |error| <= n u sum |terms|). */
+        size_t ws = induct__unembed_grad_scratch(N, D, V, 3);
+        float *wp = malloc(ws * 4), *dW = malloc(D * V * 4), *db = malloc(V * 4);
+        float *dW1 = malloc(D * V * 4), *db1 = malloc(V * 4);
+        for (int nt = 1; nt <= 3; nt++) {
+            for (size_t i = 0; i < D * V; i++) dW[i] = 0.5f;
+            for (size_t i = 0; i < V; i++) db[i] = -0.5f;
+            double s5 = induct__unembed_xent(NULL, l3, NULL, dx, wp, x, W, bias, tok, B, T, D, V,
+                                             scale, 0, nt);
+            ck_assert(s5 == s1);
+            ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+            ck_assert(memcmp(dx, dx2, N * D * 4) == 0);
+            induct__unembed_grad_sum(dW, db, wp, N, D, V, nt);
+            if (nt > 1) {
+                ck_assert(memcmp(dW, dW1, D * V * 4) == 0);
+                ck_assert(memcmp(db, db1, V * 4) == 0);
+                continue;
+            }
+            memcpy(dW1, dW, D * V * 4);
+            memcpy(db1, db, V * 4);
+            const double u = FLT_EPSILON / 2, bound = 1.01 * (double)(N + 1) * u;
+            for (size_t v = 0; v < V; v++)
+                for (size_t d = 0; d <= D; d++) {
+                    double r = 0.0, mag = 0.0;
+                    for (size_t bt = 0; bt < N; bt++) {
+                        double t = (double)g1[bt * V + v] * (d < D ? x[bt * D + d] : 1.0);
+                        r += t;
+                        mag += fabs(t);
+                    }
+                    double got = d < D ? dW[d * V + v] - 0.5 : db[v] + 0.5;
+                    ck_assert_msg(fabs(got - r) <= bound * mag + 2 * u,
+                                  "V %zu: gradient [%zu][%zu] %.9g, reference %.9g", V, d, v, got,
+                                  r);
+                }
+        }
+        free(wp), free(dW), free(db), free(dW1), free(db1);
         induct__simd_enable(0);
         double s4 =
-            induct__unembed_xent(lg2, l3, g2, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
+            induct__unembed_xent(lg2, l3, g2, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
         induct__simd_enable(1);
         ck_assert(s4 == s1);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         ck_assert(memcmp(g2, g1, n * 4) == 0);
         /* forward only: the same losses; one scored position: the others' rows are 0 */
-        induct__unembed_xent(lg2, l3, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 2);
+        induct__unembed_xent(lg2, l3, NULL, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 2);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         const size_t only = 140;
-        induct__unembed_xent(lg2, l3, g2, NULL, x, W, bias, tok, B, T, D, V, scale, only, 2);
+        induct__unembed_xent(lg2, l3, g2, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, only, 2);
         ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
         for (size_t bt = 0; bt < N; bt++)
             for (size_t v = 0; v < V; v++) {
