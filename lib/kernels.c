@@ -404,26 +404,42 @@ void induct__pos_backward(float *dW_pos, const float *dout, size_t B, size_t T, 
     }
 }
 
+/* LayerNorm rows are processed LN_ROWS at a time: each row's double sums still run over
+ * its elements in order (the same bits as one row at a time), but the rows' dependency
+ * chains are independent, so they overlap instead of waiting on each addition. A group
+ * past the last row repeats the last row (computed, not written). */
+#define LN_ROWS 4
+
+/* The rows n0 .. n0+LN_ROWS-1 (clamped to N-1) of x [N][D]. */
+static void ln_rows(const float *rows[LN_ROWS], const float *x, size_t n0, size_t N, size_t D) {
+    for (size_t r = 0; r < LN_ROWS; r++) rows[r] = x + (n0 + r < N ? n0 + r : N - 1) * D;
+}
+
 void induct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                const float *w, const float *b, size_t N, size_t D, int nt) {
     PFOR
-    for (idx n = 0; n < (idx)N; n++) {
-        const float *x = inp + (size_t)n * D;
-        double s = 0.0;
-        for (size_t i = 0; i < D; i++) s += x[i];
-        double mu = s / (double)D;
-        double v = 0.0;
-        for (size_t i = 0; i < D; i++) {
-            double d = x[i] - mu;
-            v += d * d;
+    for (idx g = 0; g < (idx)((N + LN_ROWS - 1) / LN_ROWS); g++) {
+        size_t n0 = (size_t)g * LN_ROWS;
+        const float *x[LN_ROWS];
+        ln_rows(x, inp, n0, N, D);
+        double s[LN_ROWS] = {0}, v[LN_ROWS] = {0}, mu[LN_ROWS];
+        for (size_t i = 0; i < D; i++)
+            for (size_t r = 0; r < LN_ROWS; r++) s[r] += x[r][i];
+        for (size_t r = 0; r < LN_ROWS; r++) mu[r] = s[r] / (double)D;
+        for (size_t i = 0; i < D; i++)
+            for (size_t r = 0; r < LN_ROWS; r++) {
+                double d = x[r][i] - mu[r];
+                v[r] += d * d;
+            }
+        for (size_t r = 0; r < LN_ROWS && n0 + r < N; r++) {
+            size_t n = n0 + r;
+            float rs = (float)(1.0 / sqrt(v[r] / (double)D + 1e-5));
+            float m = (float)mu[r];
+            float *o = out + n * D;
+            for (size_t i = 0; i < D; i++) o[i] = (x[r][i] - m) * rs * w[i] + b[i];
+            mean[n] = m;
+            rstd[n] = rs;
         }
-        v /= (double)D;
-        float r = (float)(1.0 / sqrt(v + 1e-5));
-        float m = (float)mu;
-        float *o = out + (size_t)n * D;
-        for (size_t i = 0; i < D; i++) o[i] = (x[i] - m) * r * w[i] + b[i];
-        mean[n] = m;
-        rstd[n] = r;
     }
 }
 
@@ -434,50 +450,102 @@ void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *
                                       nt);
 }
 
+/* di += (g w - a1 - xhat a2) r for one row (masked elements: g w taken as 0); the two
+ * loops let the plain one vectorise. */
+static void ln_dinp_row(float *restrict di, const float *restrict x, const float *restrict g,
+                        const float *restrict w, const uint8_t *restrict mk, float m, float r,
+                        double a1, double a2, size_t D) {
+    if (mk) {
+        for (size_t i = 0; i < D; i++) {
+            double xh = (x[i] - m) * r;
+            double gw = mk[i] ? 0.0 : (double)g[i] * w[i];
+            di[i] += (float)((gw - a1 - xh * a2) * r);
+        }
+        return;
+    }
+    for (size_t i = 0; i < D; i++) {
+        double xh = (x[i] - m) * r;
+        double gw = (double)g[i] * w[i];
+        di[i] += (float)((gw - a1 - xh * a2) * r);
+    }
+}
+
+/* Columns of the parameter gradients summed side by side (each over the rows in order). */
+#define LN_COLS 8
+
 /* With mask (a hook wrote hook_normalized): written elements are constants, so no
  * gradient reaches the normalisation through them, and the gain trains on what the hook
  * left (xhat). Without (NULL, NULL): the plain backward, the same operations in the
- * same order (the compiler unswitches the invariant tests). */
+ * same order. */
 void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
                                        const float *inp, const float *mean, const float *rstd,
                                        const float *w, const float *xhat, const uint8_t *mask,
                                        size_t N, size_t D, int nt) {
     PFOR
-    for (idx n = 0; n < (idx)N; n++) {
-        const float *x = inp + (size_t)n * D;
-        const float *g = dout + (size_t)n * D;
-        const uint8_t *mk = mask ? mask + (size_t)n * D : NULL;
-        float m = mean[n], r = rstd[n];
-        double s1 = 0.0, s2 = 0.0;
-        for (size_t i = 0; i < D; i++) {
-            if (mk && mk[i]) continue;
-            double xh = (x[i] - m) * r;
-            double gw = (double)g[i] * w[i];
-            s1 += gw;
-            s2 += gw * xh;
+    for (idx gi = 0; gi < (idx)((N + LN_ROWS - 1) / LN_ROWS); gi++) {
+        size_t n0 = (size_t)gi * LN_ROWS;
+        const float *x[LN_ROWS], *g[LN_ROWS];
+        ln_rows(x, inp, n0, N, D);
+        ln_rows(g, dout, n0, N, D);
+        float m[LN_ROWS], r[LN_ROWS];
+        double s1[LN_ROWS] = {0}, s2[LN_ROWS] = {0};
+        for (size_t k = 0; k < LN_ROWS; k++) {
+            size_t n = n0 + k < N ? n0 + k : N - 1;
+            m[k] = mean[n];
+            r[k] = rstd[n];
         }
-        s1 /= (double)D;
-        s2 /= (double)D;
-        float *di = dinp + (size_t)n * D;
-        for (size_t i = 0; i < D; i++) {
-            double xh = (x[i] - m) * r;
-            double gw = mk && mk[i] ? 0.0 : (double)g[i] * w[i];
-            di[i] += (float)((gw - s1 - xh * s2) * r);
+        if (mask) {
+            const uint8_t *mk[LN_ROWS];
+            for (size_t k = 0; k < LN_ROWS; k++)
+                mk[k] = mask + (n0 + k < N ? n0 + k : N - 1) * D;
+            for (size_t i = 0; i < D; i++)
+                for (size_t k = 0; k < LN_ROWS; k++) {
+                    if (mk[k][i]) continue;
+                    double xh = (x[k][i] - m[k]) * r[k];
+                    double gw = (double)g[k][i] * w[i];
+                    s1[k] += gw;
+                    s2[k] += gw * xh;
+                }
+        } else {
+            for (size_t i = 0; i < D; i++)
+                for (size_t k = 0; k < LN_ROWS; k++) {
+                    double xh = (x[k][i] - m[k]) * r[k];
+                    double gw = (double)g[k][i] * w[i];
+                    s1[k] += gw;
+                    s2[k] += gw * xh;
+                }
         }
+        for (size_t k = 0; k < LN_ROWS && n0 + k < N; k++)
+            ln_dinp_row(dinp + (n0 + k) * D, x[k], g[k], w, mask ? mask + (n0 + k) * D : NULL,
+                        m[k], r[k], s1[k] / (double)D, s2[k] / (double)D, D);
     }
-    /* parameter gradients: parallel over columns, rows summed in order */
+    /* parameter gradients: parallel over groups of columns, rows summed in order */
     PFOR
-    for (idx i = 0; i < (idx)D; i++) {
-        double sw = 0.0, sb = 0.0;
+    for (idx gc = 0; gc < (idx)((D + LN_COLS - 1) / LN_COLS); gc++) {
+        size_t i0 = (size_t)gc * LN_COLS, nc = D - i0 < LN_COLS ? D - i0 : LN_COLS;
+        double sw[LN_COLS] = {0}, sb[LN_COLS] = {0};
         for (size_t n = 0; n < N; n++) {
-            float g = dout[n * D + (size_t)i];
-            float xh = xhat ? xhat[n * D + (size_t)i]
-                            : (inp[n * D + (size_t)i] - mean[n]) * rstd[n];
-            sw += (double)g * xh;
-            sb += g;
+            const float *gr = dout + n * D + i0;
+            if (xhat) {
+                const float *xr = xhat + n * D + i0;
+                for (size_t j = 0; j < nc; j++) {
+                    sw[j] += (double)gr[j] * xr[j];
+                    sb[j] += gr[j];
+                }
+            } else {
+                const float *xr = inp + n * D + i0;
+                float mn = mean[n], rs = rstd[n];
+                for (size_t j = 0; j < nc; j++) {
+                    float xh = (xr[j] - mn) * rs;
+                    sw[j] += (double)gr[j] * xh;
+                    sb[j] += gr[j];
+                }
+            }
         }
-        dw[i] += (float)sw;
-        db[i] += (float)sb;
+        for (size_t j = 0; j < nc; j++) {
+            dw[i0 + j] += (float)sw[j];
+            db[i0 + j] += (float)sb[j];
+        }
     }
 }
 

@@ -208,6 +208,89 @@ START_TEST(test_layernorm) {
 }
 END_TEST
 
+/* The kernels run LayerNorm rows side by side and the parameter gradients' columns side
+ * by side; every row and column must still get the operations of one row (column) at a
+ * time, in order: the same bits as this transcription of the definition, for 1-3 threads,
+ * with and without a hook mask, on sizes that leave partial groups (N 11, D 37). */
+static void ln_rowwise(float *out, float *mean, float *rstd, float *dinp, float *dw, float *db,
+                       const float *inp, const float *w, const float *b, const float *dout,
+                       const float *xhat, const uint8_t *mask, size_t N, size_t D) {
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * D;
+        double s = 0.0, v = 0.0;
+        for (size_t i = 0; i < D; i++) s += x[i];
+        double mu = s / (double)D;
+        for (size_t i = 0; i < D; i++) v += (x[i] - mu) * (x[i] - mu);
+        float r = (float)(1.0 / sqrt(v / (double)D + 1e-5)), m = (float)mu;
+        for (size_t i = 0; i < D; i++) out[n * D + i] = (x[i] - m) * r * w[i] + b[i];
+        mean[n] = m;
+        rstd[n] = r;
+    }
+    for (size_t n = 0; n < N; n++) {
+        const float *x = inp + n * D, *g = dout + n * D;
+        const uint8_t *mk = mask ? mask + n * D : NULL;
+        double s1 = 0.0, s2 = 0.0;
+        for (size_t i = 0; i < D; i++) {
+            if (mk && mk[i]) continue;
+            double xh = (x[i] - mean[n]) * rstd[n], gw = (double)g[i] * w[i];
+            s1 += gw;
+            s2 += gw * xh;
+        }
+        s1 /= (double)D;
+        s2 /= (double)D;
+        for (size_t i = 0; i < D; i++) {
+            double xh = (x[i] - mean[n]) * rstd[n];
+            double gw = mk && mk[i] ? 0.0 : (double)g[i] * w[i];
+            dinp[n * D + i] += (float)((gw - s1 - xh * s2) * rstd[n]);
+        }
+    }
+    for (size_t i = 0; i < D; i++) {
+        double sw = 0.0, sb = 0.0;
+        for (size_t n = 0; n < N; n++) {
+            float g = dout[n * D + i];
+            float xh = xhat ? xhat[n * D + i] : (inp[n * D + i] - mean[n]) * rstd[n];
+            sw += (double)g * xh;
+            sb += g;
+        }
+        dw[i] += (float)sw;
+        db[i] += (float)sb;
+    }
+}
+
+START_TEST(test_layernorm_bits) {
+    enum { N = 11, D = 37 };
+    rng_seed(4);
+    float *inp = randn(N * D, 0.3, 2.0), *w = randn(D, 1.0, 0.3), *b = randn(D, 0, 0.5);
+    float *dout = randn(N * D, 0, 1), *xhat = randn(N * D, 0, 1);
+    uint8_t mask[N * D];
+    for (size_t i = 0; i < N * D; i++) mask[i] = (uint8_t)(i % 5 == 2);
+    float out0[N * D], mean0[N], rstd0[N], di0[N * D], dw0[D], db0[D];
+    float out[N * D], mean[N], rstd[N], di[N * D], dw[D], db[D];
+    for (int masked = 0; masked < 2; masked++) {
+        const float *xh = masked ? xhat : NULL;
+        const uint8_t *mk = masked ? mask : NULL;
+        for (size_t i = 0; i < N * D; i++) di0[i] = 0.25f;
+        for (size_t i = 0; i < D; i++) dw0[i] = db0[i] = -0.5f;
+        ln_rowwise(out0, mean0, rstd0, di0, dw0, db0, inp, w, b, dout, xh, mk, N, D);
+        for (int nt = 1; nt <= 3; nt++) {
+            for (size_t i = 0; i < N * D; i++) di[i] = 0.25f;
+            for (size_t i = 0; i < D; i++) dw[i] = db[i] = -0.5f;
+            induct__layernorm_forward(out, mean, rstd, inp, w, b, N, D, nt);
+            induct__layernorm_backward_hooked(di, dw, db, dout, inp, mean, rstd, w, xh, mk, N, D,
+                                              nt);
+            ck_assert(memcmp(out, out0, sizeof out) == 0);
+            ck_assert(memcmp(mean, mean0, sizeof mean) == 0);
+            ck_assert(memcmp(rstd, rstd0, sizeof rstd) == 0);
+            ck_assert_msg(memcmp(di, di0, sizeof di) == 0, "dinp, masked %d, %d threads", masked,
+                          nt);
+            ck_assert(memcmp(dw, dw0, sizeof dw) == 0);
+            ck_assert(memcmp(db, db0, sizeof db) == 0);
+        }
+    }
+    free(inp), free(w), free(b), free(dout), free(xhat);
+}
+END_TEST
+
 /* ---- linear ----------------------------------------------------------------------- */
 typedef struct {
     size_t N, K, C;
@@ -533,6 +616,7 @@ static Suite *kernels_suite(void) {
     tcase_add_test(tc, test_embed);
     tcase_add_test(tc, test_add_pos);
     tcase_add_test(tc, test_layernorm);
+    tcase_add_test(tc, test_layernorm_bits);
     tcase_add_loop_test(tc, test_linear, 0, 2);
     tcase_add_test(tc, test_colsum);
     tcase_add_test(tc, test_smear);
