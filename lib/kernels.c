@@ -1464,6 +1464,7 @@ static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
  * block's term is one term of a fixed-order sum): the layout for UNEMBED_GRAD_NT threads,
  * which keeps 1 and 2 threads balanced. *rows = the largest block's rows. */
 #define UNEMBED_GRAD_NT 2
+#define GRAD_SUM_CHUNK 4096 /* induct__unembed_grad_sum's parallel chunks (elements) */
 static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
     size_t unit = gemm_split_rule().unit, units = (N + unit - 1) / unit;
     int blocks = unembed_blocks(N, D, V, unit, UNEMBED_GRAD_NT);
@@ -1476,7 +1477,7 @@ static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
     return blocks;
 }
 
-/* The weight-gradient scratch: the blocks' terms [blocks][V][D + 1], then per thread a
+/* The weight-gradient scratch: the blocks' terms [blocks][D + 1][V], then per thread a
  * block's [x | 1] [rows][D + 1] and its dlogits [rows][V]. */
 size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt) {
     size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows);
@@ -1495,7 +1496,7 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
     size_t N = B * T, unit = gemm_split_rule().unit, units = (N + unit - 1) / unit, K1 = D + 1;
     size_t rows = 0;
     int blocks = wpart ? unembed_grad_blocks(N, D, V, &rows) : unembed_blocks(N, D, V, unit, nt);
-    float *per_thread = wpart ? wpart + (size_t)blocks * V * K1 : NULL;
+    float *per_thread = wpart ? wpart + (size_t)blocks * K1 * V : NULL;
     int grad = dlogits || wpart;
     if (nt > blocks) nt = blocks;
     PFOR
@@ -1532,13 +1533,13 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
         /* the block's gradients while its dlogits are in cache */
         if (grad && dx)
             gemm_serial(0, 1, r1 - r0, D, V, 1.0f, gb, V, W_U, V, 0.0f, dx + r0 * D, D);
-        if (wpart) { /* its term of [dW_U^T | db_U] = dlogits^T [x | 1] */
+        if (wpart) { /* its term of [dW_U ; db_U] = [x | 1]^T dlogits */
             for (size_t r = r0; r < r1; r++) {
                 memcpy(xa + (r - r0) * K1, x + r * D, D * sizeof *xa);
                 xa[(r - r0) * K1 + D] = 1.0f;
             }
-            gemm_serial(1, 0, V, K1, r1 - r0, 1.0f, gb, V, xa, K1, 0.0f,
-                        wpart + (size_t)k * V * K1, K1);
+            gemm_serial(1, 0, K1, V, r1 - r0, 1.0f, xa, K1, gb, V, 0.0f,
+                        wpart + (size_t)k * K1 * V, V);
         }
     }
     double sum = 0.0;
@@ -1548,14 +1549,23 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
 
 void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, size_t D,
                               size_t V, int nt) {
-    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows), K1 = D + 1;
+    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows), n = (D + 1) * V;
+    (void)rows;
+    /* element i of every term, in block order: dW's rows, then db's */
+    size_t chunks = (n + GRAD_SUM_CHUNK - 1) / GRAD_SUM_CHUNK;
     PFOR
-    for (idx c = 0; c < (idx)V; c++) {
-        float *t = wpart + (size_t)c * K1; /* block 0's term, summed into in place */
-        for (size_t k = 1; k < blocks; k++)
-            for (size_t i = 0; i < K1; i++) t[i] += t[k * V * K1 + i];
-        for (size_t i = 0; i < D; i++) dW[i * V + (size_t)c] += t[i];
-        if (dbias) dbias[c] += t[D];
+    for (idx ch = 0; ch < (idx)chunks; ch++) {
+        size_t i0 = (size_t)ch * GRAD_SUM_CHUNK;
+        size_t i1 = n - i0 < GRAD_SUM_CHUNK ? n : i0 + GRAD_SUM_CHUNK;
+        float *t = wpart; /* block 0's term, summed into in place */
+        for (size_t k = 1; k < blocks; k++) {
+            const float *u = wpart + k * n;
+            for (size_t i = i0; i < i1; i++) t[i] += u[i];
+        }
+        for (size_t i = i0; i < i1; i++) {
+            if (i < D * V) dW[i] += t[i];
+            else if (dbias) dbias[i - D * V] += t[i];
+        }
     }
 }
 

@@ -195,7 +195,7 @@ float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, 
  * order). The same bits as whole products (induct__gemm) and the row kernels, any nt.
  * When wpart is not NULL (induct__unembed_grad_scratch floats; logits and dlogits are
  * then not written and may be NULL) the gradients are computed as with dlogits, each
- * block's logits and dlogits in wpart, and each block b's term dlogits_b^T [x_b | 1] of
+ * block's logits and dlogits in wpart, and each block b's term [x_b | 1]^T dlogits_b of
  * the weight gradient is left in wpart for induct__unembed_grad_sum (the blocks then do
  * not depend on nt). */
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
@@ -206,7 +206,7 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
 /* Floats of induct__unembed_xent's weight-gradient scratch for nt threads (SIZE_MAX on
  * overflow). */
 size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt);
-/* dW [D][V] += sum_b (dlogits_b^T x_b)^T, dbias [V] (may be NULL) += sum_b of dlogits_b's
+/* dW [D][V] += sum_b x_b^T dlogits_b, dbias [V] (may be NULL) += sum_b of dlogits_b's
  * column sums, from the blocks' terms wpart left by induct__unembed_xent with the same N,
  * D, V: the terms summed in block order (the same bits for any nt); wpart is consumed. */
 void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, size_t D,

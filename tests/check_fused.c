@@ -281,8 +281,8 @@ START_TEST(test_unembed_xent) {
         induct__gemm(1, 0, 1, N, D, V, 1.0f, g1, V, W, V, 0.0f, dx2, D);
         /* 1, 2 and 3 threads, and the scalar path: the same bits */
         for (int nt = 1; nt <= 3; nt++) {
-            double s3 = induct__unembed_xent(lg2, l3, g2, dx, NULL, x, W, bias, tok, B, T, D, V, scale,
-                                             0, nt);
+            double s3 = induct__unembed_xent(lg2, l3, g2, dx, NULL, x, W, bias, tok, B, T, D, V,
+                                             scale, 0, nt);
             ck_assert(s3 == s1);
             ck_assert(memcmp(lg2, lg, n * 4) == 0);
             ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
@@ -292,7 +292,7 @@ START_TEST(test_unembed_xent) {
         /* With the weight gradient's terms: the same losses and d(input) bits without
          * storing logits or dlogits; dW_U and db_U (added to what they held) the same bits
          * for 1, 2 and 3 threads, and within the float summation bound of the double
-         * reference dlogits^T [x | 1] (n terms in float: |error| <= n u sum |terms|). */
+         * reference [x | 1]^T dlogits (n terms in float: |error| <= n u sum |terms|). */
         size_t ws = induct__unembed_grad_scratch(N, D, V, 3);
         float *wp = malloc(ws * 4), *dW = malloc(D * V * 4), *db = malloc(V * 4);
         float *dW1 = malloc(D * V * 4), *db1 = malloc(V * 4);
