@@ -853,10 +853,11 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                                       W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
     /* with gradients, d(lnf) and the terms of W_U's and b_U's gradients come out of the
-     * same pass over each block of logits, which stay in cache and are not stored (the
-     * backward pass takes the gradients from there) */
+     * same pass over each block of logits while they are in cache (the logits are not kept:
+     * a_logits holds no defined values after such a pass; the backward pass takes the
+     * gradients from there) */
     int g = p->grad;
-    double sum = induct__unembed_xent(g ? NULL : W(m->a_logits), W(m->a_losses), NULL,
+    double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses), NULL,
                                       g ? unembed_dinp(m) : NULL, g ? W(m->g_wt) : NULL,
                                       W(m->a_lnf), P(m->W_U), P(m->b_U), tokens, B, T, D, V,
                                       loss_scale(p), p->score_pos, nt);

@@ -584,7 +584,7 @@ void induct__linear_backward(float *dinp, float *dW, float *dbias, const float *
         if (dbias) induct__colsum(dbias, dout, N, C, C, nt);
         return;
     }
-    /* More outputs than inputs (the unembedding: d_vocab columns, d_model rows). dW has
+    /* More outputs than inputs (an MLP's W_in: d_mlp columns, d_model rows). dW has
      * only K rows, too few to split between threads at the row multiples that keep the
      * bits (induct__gemm), and the bias gradient would be one more pass over dout. So
      * compute [dW^T | dbias] = dout^T [inp | 1]: C rows to split, and the column sums
@@ -1462,31 +1462,44 @@ static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
 
 /* With the weight gradient the row blocks must not depend on the thread count (each
  * block's term is one term of a fixed-order sum): the layout for UNEMBED_GRAD_NT threads,
- * which keeps 1 and 2 threads balanced. *rows = the largest block's rows. */
+ * which keeps 1 and 2 threads balanced, with at most N / (2 (D + 1)) blocks, so that
+ * their terms (blocks x (D + 1) x V floats) take at most half the memory of the [N, V]
+ * gradient they replace. *rows = the largest block's rows. */
 #define UNEMBED_GRAD_NT 2
 #define GRAD_SUM_CHUNK 4096 /* induct__unembed_grad_sum's parallel chunks (elements) */
 static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
     size_t unit = gemm_split_rule().unit, units = (N + unit - 1) / unit;
-    int blocks = unembed_blocks(N, D, V, unit, UNEMBED_GRAD_NT);
+    size_t blocks = (size_t)unembed_blocks(N, D, V, unit, UNEMBED_GRAD_NT);
+    size_t most = N / (2 * (D + 1));
+    if (blocks > most)
+        blocks = most < UNEMBED_GRAD_NT ? 1 : most / UNEMBED_GRAD_NT * UNEMBED_GRAD_NT;
     *rows = 0;
-    for (int k = 0; k < blocks; k++) {
+    for (size_t k = 0; k < blocks; k++) {
         size_t r0, r1;
-        gemm_block(k, blocks, units, unit, N, &r0, &r1);
+        gemm_block((int)k, (int)blocks, units, unit, N, &r0, &r1);
         if (r1 - r0 > *rows) *rows = r1 - r0;
     }
-    return blocks;
+    return (int)blocks;
+}
+
+/* Whether a gradient pass's blocks are small enough to keep their logits in per-thread
+ * scratch (where they stay in cache from block to block) rather than in the logits rows. */
+static int unembed_grad_scratch_rows(size_t rows, size_t V) {
+    return rows * V <= UNEMBED_BLOCK_FLOATS;
 }
 
 /* The weight-gradient scratch: the blocks' terms [blocks][D + 1][V], then per thread a
- * block's [x | 1] [rows][D + 1] and its dlogits [rows][V]. */
+ * block's [x | 1] [rows][D + 1] and, when they fit, its logits [rows][V]. */
 size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt) {
-    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows);
-    size_t K1 = D + 1, per = blocks + (size_t)nt;
-    /* the total is below (blocks + nt) * (V + rows) * (K1 + V) */
-    if (D >= SIZE_MAX / 2 || V >= SIZE_MAX / 2 || rows >= SIZE_MAX / 2 ||
-        V + rows > SIZE_MAX / (K1 + V) || per > SIZE_MAX / ((V + rows) * (K1 + V)))
+    /* the terms take at most max(N / 2, D + 1) V floats and a thread at most N (D + 1 + V):
+     * the total is below (nt + 1) (N + D + 1) (D + 1 + V) */
+    size_t K1 = D + 1, a = N + K1, b = K1 + V;
+    if (N >= SIZE_MAX / 4 || D >= SIZE_MAX / 4 || V >= SIZE_MAX / 4 || b > SIZE_MAX / a ||
+        (size_t)nt + 1 > SIZE_MAX / (a * b))
         return SIZE_MAX;
-    return blocks * V * K1 + (size_t)nt * rows * (K1 + V);
+    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows);
+    size_t per = rows * K1 + (unembed_grad_scratch_rows(rows, V) ? rows * V : 0);
+    return blocks * K1 * V + ((size_t)nt < blocks ? (size_t)nt : blocks) * per;
 }
 
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
@@ -1496,18 +1509,20 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
     size_t N = B * T, unit = gemm_split_rule().unit, units = (N + unit - 1) / unit, K1 = D + 1;
     size_t rows = 0;
     int blocks = wpart ? unembed_grad_blocks(N, D, V, &rows) : unembed_blocks(N, D, V, unit, nt);
+    int own = wpart && unembed_grad_scratch_rows(rows, V); /* logits in per-thread scratch */
     float *per_thread = wpart ? wpart + (size_t)blocks * K1 * V : NULL;
+    size_t per = rows * K1 + (own ? rows * V : 0);
     int grad = dlogits || wpart;
     if (nt > blocks) nt = blocks;
     PFOR
     for (idx k = 0; k < (idx)blocks; k++) {
         size_t r0, r1;
         gemm_block((int)k, blocks, units, unit, N, &r0, &r1);
-        float *xa = wpart ? thread_scratch(per_thread, rows * (K1 + V)) : NULL;
-        /* the block's dlogits: the caller's rows, or with wpart the thread's scratch, where
-         * they replace the block's logits row by row (logits is then not written) */
-        float *gb = wpart ? xa + rows * K1 : dlogits ? dlogits + r0 * V : NULL;
-        float *lb = wpart ? gb : logits + r0 * V;
+        float *xa = wpart ? thread_scratch(per_thread, per) : NULL;
+        /* the block's logits: the thread's scratch or the logits rows; with wpart its
+         * dlogits replace them row by row, else they go to the caller's rows */
+        float *lb = own ? xa + rows * K1 : logits + r0 * V;
+        float *gb = wpart ? lb : dlogits ? dlogits + r0 * V : NULL;
         prefill_rows(lb, V, NULL, 0, b_U, 0, r1 - r0, V);
         gemm_serial(0, 0, r1 - r0, V, D, 1.0f, x + r0 * D, D, W_U, V, 1.0f, lb, V);
         for (size_t bt = r0; bt < r1; bt++) {
@@ -1533,7 +1548,8 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
         /* the block's gradients while its dlogits are in cache */
         if (grad && dx)
             gemm_serial(0, 1, r1 - r0, D, V, 1.0f, gb, V, W_U, V, 0.0f, dx + r0 * D, D);
-        if (wpart) { /* its term of [dW_U ; db_U] = [x | 1]^T dlogits */
+        if (wpart) { /* its term of [dW_U ; db_U] = [x | 1]^T dlogits: the column of ones
+                      * gives the bias gradient's column sums from the same product */
             for (size_t r = r0; r < r1; r++) {
                 memcpy(xa + (r - r0) * K1, x + r * D, D * sizeof *xa);
                 xa[(r - r0) * K1 + D] = 1.0f;

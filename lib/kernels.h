@@ -193,10 +193,11 @@ float induct__xent_row(const float *l, size_t V, int32_t target, float *mx_out, 
  * only p = only-1 when only > 0) and 0 at the others; with dlogits, when dx is not NULL,
  * dx[B*T][D] (overwrite) = dlogits W_U^T. Returns the sum of all losses (double, in
  * order). The same bits as whole products (induct__gemm) and the row kernels, any nt.
- * When wpart is not NULL (induct__unembed_grad_scratch floats; logits and dlogits are
- * then not written and may be NULL) the gradients are computed as with dlogits, each
- * block's logits and dlogits in wpart, and each block b's term [x_b | 1]^T dlogits_b of
- * the weight gradient is left in wpart for induct__unembed_grad_sum (the blocks then do
+ * When wpart is not NULL (induct__unembed_grad_scratch floats; dlogits is then not
+ * written and may be NULL) the gradients are computed as with dlogits, each block's
+ * dlogits replacing its logits (in wpart when the blocks are small, else in logits, which
+ * then holds no defined values), and each block b's term of the weight gradient,
+ * [x_b | 1]^T dlogits_b, is left in wpart for induct__unembed_grad_sum (the blocks then do
  * not depend on nt). */
 double induct__unembed_xent(float *logits, float *losses, float *dlogits, float *dx,
                             float *wpart, const float *x, const float *W_U, const float *b_U,
@@ -204,7 +205,7 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
                             float scale, size_t only, int nt);
 
 /* Floats of induct__unembed_xent's weight-gradient scratch for nt threads (SIZE_MAX on
- * overflow). */
+ * overflow): at most N V / 2 + (D + 1) V + nt (2^20 + N (D + 1)). */
 size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt);
 /* dW [D][V] += sum_b x_b^T dlogits_b, dbias [V] (may be NULL) += sum_b of dlogits_b's
  * column sums, from the blocks' terms wpart left by induct__unembed_xent with the same N,

@@ -234,6 +234,54 @@ START_TEST(test_attention_stages_bitwise) {
 }
 END_TEST
 
+/* The unembedding with the weight gradient's terms (induct__unembed_xent with wpart,
+ * then induct__unembed_grad_sum), against the plain call's results: the same losses
+ * (sum s1, rows l1) and d(input) (dx_ref) bits; dW_U and db_U (added to what they held)
+ * the same bits for 1, 2 and 3 threads and within the float summation bound of the
+ * double reference [x | 1]^T dlogits (g_ref; n terms in float: |error| <= n u sum
+ * |terms|); the scratch within its documented bound. */
+static void grad_terms(const float *x, const float *W, const float *bias, const int32_t *tok,
+                       size_t B, size_t T, size_t D, size_t V, float scale, const float *g_ref,
+                       const float *l1, double s1, const float *dx_ref) {
+    size_t N = B * T, ws = induct__unembed_grad_scratch(N, D, V, 3);
+    ck_assert_uint_le(induct__unembed_grad_scratch(N, D, V, 3),
+                      N * V / 2 + (D + 1) * V + 3 * (((size_t)1 << 20) + N * (D + 1)));
+    float *wp = malloc(ws * 4), *dW = malloc(D * V * 4), *db = malloc(V * 4);
+    float *dW1 = malloc(D * V * 4), *db1 = malloc(V * 4), *lg = malloc(N * V * 4);
+    float *l3 = malloc(N * 4), *dx = malloc(N * D * 4);
+    for (int nt = 1; nt <= 3; nt++) {
+        for (size_t i = 0; i < D * V; i++) dW[i] = 0.5f;
+        for (size_t i = 0; i < V; i++) db[i] = -0.5f;
+        double s5 = induct__unembed_xent(lg, l3, NULL, dx, wp, x, W, bias, tok, B, T, D, V,
+                                         scale, 0, nt);
+        ck_assert(s5 == s1);
+        ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
+        ck_assert(memcmp(dx, dx_ref, N * D * 4) == 0);
+        induct__unembed_grad_sum(dW, db, wp, N, D, V, nt);
+        if (nt > 1) {
+            ck_assert(memcmp(dW, dW1, D * V * 4) == 0);
+            ck_assert(memcmp(db, db1, V * 4) == 0);
+            continue;
+        }
+        memcpy(dW1, dW, D * V * 4);
+        memcpy(db1, db, V * 4);
+        const double u = FLT_EPSILON / 2, bound = 1.01 * (double)(N + 1) * u;
+        for (size_t v = 0; v < V; v++)
+            for (size_t d = 0; d <= D; d++) {
+                double r = 0.0, mag = 0.0;
+                for (size_t bt = 0; bt < N; bt++) {
+                    double t = (double)g_ref[bt * V + v] * (d < D ? x[bt * D + d] : 1.0);
+                    r += t;
+                    mag += fabs(t);
+                }
+                double got = d < D ? dW[d * V + v] - 0.5 : db[v] + 0.5;
+                ck_assert_msg(fabs(got - r) <= bound * mag + 2 * u,
+                              "V %zu: gradient [%zu][%zu] %.9g, reference %.9g", V, d, v, got, r);
+            }
+    }
+    free(wp), free(dW), free(db), free(dW1), free(db1), free(lg), free(l3), free(dx);
+}
+
 /* The unembedding + cross-entropy by blocks of rows: logits as one product gives them
  * (bit for bit, any thread count), losses and dlogits against the plain kernels, the
  * weight gradient's blocks, the SIMD and scalar paths bit-identical, `only` and the
@@ -289,45 +337,7 @@ START_TEST(test_unembed_xent) {
             ck_assert(memcmp(g2, g1, n * 4) == 0);
             ck_assert(memcmp(dx, dx2, N * D * 4) == 0);
         }
-        /* With the weight gradient's terms: the same losses and d(input) bits without
-         * storing logits or dlogits; dW_U and db_U (added to what they held) the same bits
-         * for 1, 2 and 3 threads, and within the float summation bound of the double
-         * reference [x | 1]^T dlogits (n terms in float: |error| <= n u sum |terms|). */
-        size_t ws = induct__unembed_grad_scratch(N, D, V, 3);
-        float *wp = malloc(ws * 4), *dW = malloc(D * V * 4), *db = malloc(V * 4);
-        float *dW1 = malloc(D * V * 4), *db1 = malloc(V * 4);
-        for (int nt = 1; nt <= 3; nt++) {
-            for (size_t i = 0; i < D * V; i++) dW[i] = 0.5f;
-            for (size_t i = 0; i < V; i++) db[i] = -0.5f;
-            double s5 = induct__unembed_xent(NULL, l3, NULL, dx, wp, x, W, bias, tok, B, T, D, V,
-                                             scale, 0, nt);
-            ck_assert(s5 == s1);
-            ck_assert(memcmp(l3, l1, B * (T - 1) * 4) == 0);
-            ck_assert(memcmp(dx, dx2, N * D * 4) == 0);
-            induct__unembed_grad_sum(dW, db, wp, N, D, V, nt);
-            if (nt > 1) {
-                ck_assert(memcmp(dW, dW1, D * V * 4) == 0);
-                ck_assert(memcmp(db, db1, V * 4) == 0);
-                continue;
-            }
-            memcpy(dW1, dW, D * V * 4);
-            memcpy(db1, db, V * 4);
-            const double u = FLT_EPSILON / 2, bound = 1.01 * (double)(N + 1) * u;
-            for (size_t v = 0; v < V; v++)
-                for (size_t d = 0; d <= D; d++) {
-                    double r = 0.0, mag = 0.0;
-                    for (size_t bt = 0; bt < N; bt++) {
-                        double t = (double)g1[bt * V + v] * (d < D ? x[bt * D + d] : 1.0);
-                        r += t;
-                        mag += fabs(t);
-                    }
-                    double got = d < D ? dW[d * V + v] - 0.5 : db[v] + 0.5;
-                    ck_assert_msg(fabs(got - r) <= bound * mag + 2 * u,
-                                  "V %zu: gradient [%zu][%zu] %.9g, reference %.9g", V, d, v, got,
-                                  r);
-                }
-        }
-        free(wp), free(dW), free(db), free(dW1), free(db1);
+        grad_terms(x, W, bias, tok, B, T, D, V, scale, g1, l1, s1, dx2);
         induct__simd_enable(0);
         double s4 =
             induct__unembed_xent(lg2, l3, g2, NULL, NULL, x, W, bias, tok, B, T, D, V, scale, 0, 1);
@@ -350,6 +360,26 @@ START_TEST(test_unembed_xent) {
         free(dx), free(dx2);
         free(l1), free(l2), free(l3), free(tok);
     }
+}
+END_TEST
+
+/* The weight gradient's terms where a block's logits do not fit the per-thread scratch
+ * and the number of blocks is capped by the memory of their terms (d_model 300: one
+ * block of 1,200 rows x 1,500 logits, computed in the logits rows). */
+START_TEST(test_unembed_grad_wide) {
+    const size_t B = 4, T = 300, D = 300, V = 1500, N = B * T, n = N * V;
+    st = 11;
+    float *x = malloc(N * D * 4), *W = malloc(D * V * 4), *bias = malloc(V * 4);
+    float *lg = malloc(n * 4), *g1 = malloc(n * 4), *l1 = malloc(N * 4), *dx = malloc(N * D * 4);
+    int32_t *tok = malloc(N * sizeof *tok);
+    fill(x, N * D, 0.5f);
+    fill(W, D * V, 0.5f);
+    fill(bias, V, 0.5f);
+    for (size_t i = 0; i < N; i++) tok[i] = (int32_t)((i * 11 + 5) % V);
+    double s1 = induct__unembed_xent(lg, l1, g1, dx, NULL, x, W, bias, tok, B, T, D, V, 0.125f,
+                                     0, 1);
+    grad_terms(x, W, bias, tok, B, T, D, V, 0.125f, g1, l1, s1, dx);
+    free(x), free(W), free(bias), free(lg), free(g1), free(l1), free(dx), free(tok);
 }
 END_TEST
 
@@ -783,6 +813,7 @@ Suite *fused_suite(void) {
     tcase_add_loop_test(tc, test_attention_bitwise, 0, N_SHAPES);
     tcase_add_loop_test(tc, test_attention_stages_bitwise, 0, N_SHAPES);
     tcase_add_test(tc, test_unembed_xent);
+    tcase_add_test(tc, test_unembed_grad_wide);
     tcase_add_test(tc, test_sumsq);
     tcase_add_test(tc, test_gelu);
     tcase_add_test(tc, test_colsum);
