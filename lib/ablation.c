@@ -195,7 +195,7 @@ INDUCT_API int induct_model_set_ablation_mean(induct_model *m, const int32_t *to
     int rc = hk ? INDUCT_OK : induct__fail(INDUCT_ENOMEM, "%s: out of memory", fn);
     if (rc == INDUCT_OK) {
         for (size_t l = 0; l < L; l++)
-            hk[l] = (induct__hook){INDUCT__HP_Z, (uint32_t)l, 0, mean_hook, &ma};
+            hk[l] = (induct__hook){INDUCT__HP_Z, (uint32_t)l, 0, mean_hook, &ma, NULL};
         induct__pass p = induct__pass_of(tokens, B, T);
         p.bare = 1;
         p.hooks[0] = hk;
@@ -327,7 +327,7 @@ static int standing_run(void *self, induct_model *m, const induct__pass *p, doub
     if (preserve) {
         rc = frozen_reserve(m, a, p);
         for (uint32_t l = a->first_layer + 1; l < L; l++)
-            h[n++] = (induct__hook){INDUCT__HP_PATTERN, l, 0, record_hook, a};
+            h[n++] = (induct__hook){INDUCT__HP_PATTERN, l, 0, record_hook, a, NULL};
         induct__pass clean = induct__pass_of(p->tokens, p->B, p->T);
         clean.bare = 1;
         clean.hooks[0] = h;
@@ -338,7 +338,7 @@ static int standing_run(void *self, induct_model *m, const induct__pass *p, doub
     for (uint32_t l = a->first_layer; l < L; l++)
         if (memchr(a->mode + (size_t)l * c->n_heads, INDUCT__ABL_ZERO, c->n_heads) ||
             memchr(a->mode + (size_t)l * c->n_heads, INDUCT__ABL_MEAN, c->n_heads))
-            h[n++] = (induct__hook){INDUCT__HP_Z, l, 1, z_hook, a};
+            h[n++] = (induct__hook){INDUCT__HP_Z, l, 1, z_hook, a, NULL};
     q.hooks[0] = h;
     q.n_hooks[0] = n;
     if (rc == INDUCT_OK) rc = induct__forward(m, &q, mean_loss);

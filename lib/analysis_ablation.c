@@ -121,7 +121,8 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
             memcpy(clean, resid, Nb * D * sizeof *clean);
             size_t nh = 0;
             for (size_t l = l0 + 1; preserve && l < L; l++)
-                hk[nh++] = (induct__hook){INDUCT__HP_PATTERN, (uint32_t)l, 1, frozen_pattern, &fx};
+                hk[nh++] = (induct__hook){INDUCT__HP_PATTERN, (uint32_t)l, 1, frozen_pattern,
+                                          &fx, NULL};
             induct__pass p = induct__pass_of(ev->tok + (size_t)s0 * T, B, (uint32_t)T);
             p.bare = 1;
             p.resume = (uint32_t)l0 + 1;

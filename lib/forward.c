@@ -196,8 +196,10 @@ static int pos_reads(const induct_model *m, int x) {
            (induct__qk_reads_pos(&m->cfg, 0) && x < 2);
 }
 
-/* Layer 0's q, k_raw, v from the tables (see fold_layer0). */
-static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T) {
+/* Layer 0's q, k_raw, v (the workspace's or a cache's, cache_or) from the tables (see
+ * fold_layer0). */
+static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
+                         float *q, float *k_raw, float *v) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[0];
     const induct__layer_act *a = &m->A[0];
@@ -206,7 +208,7 @@ static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uin
     float *tab = W(m->f_tab);
     const float *Wp[3] = {W(a->wq), W(a->wk), W(a->wv)};
     const float *bias[3] = {P(o->b_Q), P(o->b_K), P(o->b_V)};
-    float *out[3] = {W(a->q), W(a->k_raw), W(a->v)};
+    float *out[3] = {q, k_raw, v};
     int pos[3];
     for (int x = 0; x < 3; x++) {
         pos[x] = pos_reads(m, x);
@@ -338,6 +340,29 @@ static int hooked(const induct__pass *p, uint32_t point, uint32_t l, int writes)
             if (h->point == point && h->layer == l && (!writes || h->writes)) return 1;
         }
     return 0;
+}
+
+/* Where pass p computes the activation of (point, l): straight into a cache's buffer (at
+ * the pass's sequences) when a cache holds the point and no hook there may write, so
+ * that the cache needs no copy; else ws, the workspace's (or scratch's) place. The pass
+ * then reads on from the returned buffer: the same kernels on the same values, the same
+ * bits (the workspace's copy of the point is left stale: nothing reads it after a pass
+ * with caches, which never has gradients). */
+static float *cache_or(const induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                       float *ws) {
+    float *dst = NULL;
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (h->point != point || h->layer != l) continue;
+            if (h->writes) return ws;
+            if (!dst) dst = h->dst;
+        }
+    if (!dst || p->grad) return ws;
+    uint32_t shape[4], nd = induct__hook_shape(m, point, 1, p->T, shape);
+    size_t per_seq = 1;
+    for (uint32_t i = 0; i < nd; i++) per_seq *= shape[i]; /* checked with the cache */
+    return dst + (size_t)p->row0 * per_seq;
 }
 
 static int fire_hooks(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
@@ -622,18 +647,19 @@ static int embed_hooked(induct_model *m, const induct__pass *p, float *out, floa
  * z_h W_O[h], [N][H][D], computed only when hooked); attn_resid = resid_pre + output.
  * Hooks that only read leave the residual stream to the plain pass's fused product
  * (the same bits); after a write it is resid_pre + output. */
-static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, float *attn_resid,
-                           float *hs) {
+static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, const float *z,
+                           float *attn_resid, float *hs) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
     int nt = induct__nt(m);
     size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
-    float *out = hs, *res = hs + N * D;
+    float *out = cache_or(m, p, INDUCT__HP_ATTN_OUT, l, hs);
+    float *res = cache_or(m, p, INDUCT__HP_RESULT, l, hs + N * D);
     if (hooked(p, INDUCT__HP_RESULT, l, 0)) {
         for (size_t h = 0; h < H; h++)
-            induct__gemm(nt, 0, 0, N, D, dh, 1.0f, W(a->z) + h * dh, HD, P(o->W_O) + h * dh * D,
-                         D, 0.0f, res + h * D, H * D);
+            induct__gemm(nt, 0, 0, N, D, dh, 1.0f, z + h * dh, HD, P(o->W_O) + h * dh * D, D,
+                         0.0f, res + h * D, H * D);
         INDUCT_TRY(fire(m, p, INDUCT__HP_RESULT, l, res));
     }
     int w_res = wrote(p, INDUCT__HP_RESULT, l);
@@ -645,15 +671,15 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, f
                 out[n * D + i] = s;
             }
     } else if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) {
-        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, out, D, NULL, D, P(o->b_O));
+        induct__gemm_bias(nt, N, D, HD, z, HD, P(o->W_O), D, out, D, NULL, D, P(o->b_O));
     }
     if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) INDUCT_TRY(fire(m, p, INDUCT__HP_ATTN_OUT, l, out));
     if (w_res || wrote(p, INDUCT__HP_ATTN_OUT, l)) {
         const float *rp = W(a->resid_pre);
         for (size_t i = 0; i < N * D; i++) attn_resid[i] = rp[i] + out[i];
     } else {
-        induct__gemm_bias(nt, N, D, HD, W(a->z), HD, P(o->W_O), D, attn_resid, D,
-                          W(a->resid_pre), D, P(o->b_O));
+        induct__gemm_bias(nt, N, D, HD, z, HD, P(o->W_O), D, attn_resid, D, W(a->resid_pre), D,
+                          P(o->b_O));
     }
     return INDUCT_OK;
 }
@@ -725,51 +751,76 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
     pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
     pack_heads(W(a->wk), P(o->W_K), D, H, dh);
     pack_heads(W(a->wv), P(o->W_V), D, H, dh);
-    if (l == 0 && fold) {
-        fold_forward(m, tokens, B, T);
-    } else {
-        product_at(m, p, at_rows, HD, D, W(a->qk_in), W(a->wq), W(a->q), NULL, P(o->b_Q), hs);
-        induct__linear_forward(W(a->k_raw), W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-        induct__linear_forward(W(a->v), W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+    /* q, k, v, the keys attended to, the pattern and z: where a cache holds them, else in
+     * the workspace (cache_or) */
+    float *q = W(a->q), *k_raw = W(a->k_raw), *v = W(a->v), *k = W(a->k), *att = W(a->att);
+    float *z = W(a->z);
+    if (any) {
+        q = cache_or(m, p, INDUCT__HP_Q, l, q);
+        k_raw = cache_or(m, p, INDUCT__HP_K, l, k_raw);
+        v = cache_or(m, p, INDUCT__HP_V, l, v);
+        k = c->smeared_keys ? cache_or(m, p, INDUCT__HP_K_SMEARED, l, k) : k_raw;
+        att = cache_or(m, p, INDUCT__HP_PATTERN, l, att);
+        z = cache_or(m, p, INDUCT__HP_Z, l, z);
     }
-    FIRE(INDUCT__HP_Q, l, W(a->q));
-    FIRE(INDUCT__HP_K, l, W(a->k_raw));
-    FIRE(INDUCT__HP_V, l, W(a->v));
+    if (l == 0 && fold) {
+        fold_forward(m, tokens, B, T, q, k_raw, v);
+    } else {
+        product_at(m, p, at_rows, HD, D, W(a->qk_in), W(a->wq), q, NULL, P(o->b_Q), hs);
+        induct__linear_forward(k_raw, W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
+        induct__linear_forward(v, W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+    }
+    FIRE(INDUCT__HP_Q, l, q);
+    FIRE(INDUCT__HP_K, l, k_raw);
+    FIRE(INDUCT__HP_V, l, v);
     if (c->smeared_keys) {
-        induct__smear_forward(W(a->k), W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
-        FIRE(INDUCT__HP_K_SMEARED, l, W(a->k));
+        induct__smear_forward(k, k_raw, P(o->alpha), B, T, H, dh, nt);
+        FIRE(INDUCT__HP_K_SMEARED, l, k);
     }
     /* causal half only (k <= p), scores + mask + softmax fused per query row; split
      * into its parts (the same bits) around hooks on the scores or the pattern */
 #define ATTN(stages)                                                                       \
-induct__attn_causal_forward(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD, \
+induct__attn_causal_forward(z, HD, att, q, HD, k, HD, v, HD,                              \
                             B, T, H, dh, W(m->g_att), nt, (stages))
     int h_scores = any && hooked(p, INDUCT__HP_SCORES, l, 0);
     if (at_rows) { /* each row with the whole pass's operations (its query block's) */
-        induct__attn_causal_rows(W(a->z), HD, W(a->att), W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                 B, T, H, dh, p->rows, p->n_rows, W(m->g_att), nt);
+        induct__attn_causal_rows(z, HD, att, q, HD, k, HD, v, HD, B, T, H, dh, p->rows,
+                                 p->n_rows, W(m->g_att), nt);
     } else if (!any || (!h_scores && !hooked(p, INDUCT__HP_PATTERN, l, 0))) {
         /* a training pass: nobody reads the pattern above the diagonal */
         ATTN(INDUCT__ATTN_ALL | (p->grad ? INDUCT__ATTN_NO_TAIL : 0u));
+    } else if (!hooked(p, INDUCT__HP_SCORES, l, 1) && !hooked(p, INDUCT__HP_PATTERN, l, 1) &&
+               (!h_scores || cache_or(m, p, INDUCT__HP_SCORES, l, NULL))) {
+        /* hooks that only read (a cache): the fused kernel, the same bits as its parts, with
+         * the scores stored per (batch, head) straight into a cache's buffer; the hooks
+         * run after it */
+        float *scores = h_scores ? cache_or(m, p, INDUCT__HP_SCORES, l, NULL) : NULL;
+        if (scores)
+            induct__attn_causal_forward_scores(z, HD, att, scores, q, HD, k, HD, v, HD, B, T, H,
+                                               dh, W(m->g_att), nt);
+        else
+            ATTN(INDUCT__ATTN_ALL);
+        if (scores) INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, scores));
+        INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, att));
     } else {
         if (h_scores) {
             ATTN(INDUCT__ATTN_SCORES);
-            INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, W(a->att)));
+            INDUCT_TRY(fire(m, p, INDUCT__HP_SCORES, l, att));
             ATTN(INDUCT__ATTN_SOFTMAX);
         } else {
             ATTN(INDUCT__ATTN_SCORES | INDUCT__ATTN_SOFTMAX);
         }
-        INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, W(a->att)));
-        if (hooked(p, INDUCT__HP_PATTERN, l, 1)) causal_zero(W(a->att), (size_t)B * H, T);
+        INDUCT_TRY(fire(m, p, INDUCT__HP_PATTERN, l, att));
+        if (hooked(p, INDUCT__HP_PATTERN, l, 1)) causal_zero(att, (size_t)B * H, T);
         ATTN(INDUCT__ATTN_MIX);
     }
 #undef ATTN
-    FIRE(INDUCT__HP_Z, l, W(a->z));
+    FIRE(INDUCT__HP_Z, l, z);
     if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
-        INDUCT_TRY(attn_out_hooked(m, p, l, attn_resid, hs));
+        INDUCT_TRY(attn_out_hooked(m, p, l, z, attn_resid, hs));
     else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        product_at(m, p, at_rows, D, HD, W(a->z), P(o->W_O), attn_resid, W(a->resid_pre),
-                   P(o->b_O), hs);
+        product_at(m, p, at_rows, D, HD, z, P(o->W_O), attn_resid, W(a->resid_pre), P(o->b_O),
+                   hs);
     return INDUCT_OK;
 }
 

@@ -197,7 +197,9 @@ static int call_trampoline(void *user, induct_model *m, const induct__pass *p, u
     (void)point, (void)l;
     size_t per_seq = c->numel / c->shape[0]; /* every point's first dimension is the batch */
     if (c->dst) {
-        memcpy(c->dst + (size_t)p->row0 * per_seq, x, (size_t)p->B * per_seq * sizeof *x);
+        float *at = c->dst + (size_t)p->row0 * per_seq;
+        if (at != x) /* else the pass computed the point in place (induct__hook.dst) */
+            memcpy(at, x, (size_t)p->B * per_seq * sizeof *x);
         return INDUCT_OK;
     }
     uint32_t shape[4];
@@ -252,7 +254,7 @@ static int hooks_entry(induct__call_hooks *h, induct_model *m, size_t i, const c
     c->ndim = induct__hook_shape(m, point, B, T, c->shape);
     c->numel = 1;
     for (uint32_t k = 0; k < c->ndim; k++) c->numel *= c->shape[k]; /* checked by the caller */
-    h->ih[i] = (induct__hook){point, layer, writes, call_trampoline, c};
+    h->ih[i] = (induct__hook){point, layer, writes, call_trampoline, c, c->dst};
     return INDUCT_OK;
 }
 

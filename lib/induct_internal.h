@@ -155,6 +155,11 @@ typedef struct induct__hook {
     uint32_t writes;       /* 0: the hook only reads (the pass may take its fast paths) */
     induct__hook_fn fn;
     void *user;
+    /* A cache's buffer for the caller's whole batch (NULL: not a cache). When no hook at
+     * the point may write, the pass may compute the activation straight into it (at its
+     * sequences, row0 on) and read on from there: the hook then finds x at its place and
+     * copies nothing. */
+    float *dst;
 } induct__hook;
 
 /* What the writing hooks of a forward pass with gradients changed: per (point, layer),

@@ -1317,10 +1317,12 @@ static float *thread_scratch(float *scratch, size_t per) {
     return scratch + (size_t)tid * per;
 }
 
-void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
-                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
-                                 size_t T, size_t H, size_t dh, float *scratch, int nt,
-                                 unsigned stages) {
+/* induct__attn_causal_forward, and with scores_out (stages ALL) each (batch, head)'s
+ * scores stored there between its SCORES and its SOFTMAX | MIX, while they are in cache. */
+static void attn_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                         const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                         size_t T, size_t H, size_t dh, float *scratch, int nt, unsigned stages,
+                         float *scores_out) {
     size_t per = induct__attn_scratch_floats(T, dh);
     float scale = 1.0f / sqrtf((float)dh);
     attn_kernels kn = attn_kernels_for(T);
@@ -1333,12 +1335,35 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
 #pragma omp for schedule(static)
 #endif
         for (idx bh = 0; bh < (idx)(B * H); bh++) {
-            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T;
-            kn.fwd(z + r0 * ldz + h * dh, ldz, att + (size_t)bh * T * T, q + r0 * ldq + h * dh,
-                   ldq, k + r0 * ldk + h * dh, ldk, v + r0 * ldv + h * dh, ldv, T, dh, scale, sc,
-                   stages);
+            size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, a0 = (size_t)bh * T * T;
+            float *zb = z + r0 * ldz + h * dh, *ab = att + a0;
+            const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh;
+            const float *vb = v + r0 * ldv + h * dh;
+            if (!scores_out) {
+                kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
+                continue;
+            }
+            kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, INDUCT__ATTN_SCORES);
+            memcpy(scores_out + a0, ab, T * T * sizeof *ab);
+            kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
+                   INDUCT__ATTN_SOFTMAX | INDUCT__ATTN_MIX);
         }
     }
+}
+
+void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
+                                 const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
+                                 size_t T, size_t H, size_t dh, float *scratch, int nt,
+                                 unsigned stages) {
+    attn_forward(z, ldz, att, q, ldq, k, ldk, v, ldv, B, T, H, dh, scratch, nt, stages, NULL);
+}
+
+void induct__attn_causal_forward_scores(float *z, size_t ldz, float *att, float *scores,
+                                        const float *q, size_t ldq, const float *k, size_t ldk,
+                                        const float *v, size_t ldv, size_t B, size_t T, size_t H,
+                                        size_t dh, float *scratch, int nt) {
+    attn_forward(z, ldz, att, q, ldq, k, ldk, v, ldv, B, T, H, dh, scratch, nt,
+                 INDUCT__ATTN_ALL, scores);
 }
 
 void induct__attn_causal_rows(float *z, size_t ldz, float *att, const float *q, size_t ldq,

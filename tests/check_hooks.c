@@ -611,10 +611,98 @@ START_TEST(test_written_back_gradients_are_bit_identical) {
 }
 END_TEST
 
+/* A read-only copy of one point through a callback (the pass then treats the point as
+ * written: the cache's fast paths are off there, the value is the plain pass's). */
+static int copy_out(void *user, const char *name, float *x, const uint32_t *shape,
+                    uint32_t ndim) {
+    size_t n = 1;
+    (void)name;
+    for (uint32_t i = 0; i < ndim; i++) n *= shape[i];
+    memcpy(user, x, n * sizeof *x);
+    return 0;
+}
+
+/* A cache computes its points in the caller's buffers and runs the fused attention
+ * kernel around read-only hooks on the scores and the pattern: every point it returns is
+ * bit for bit what a callback at that point alone sees (the plain pass's value, computed
+ * in the workspace, attention in parts), and the logits are the plain pass's. Every
+ * architecture variant, 1 and 2 threads, buffers 4 and 12 bytes off malloc's alignment,
+ * a shape past OpenBLAS's small-matrix kernels and one with T > 256 (the AVX-512 attention
+ * tiles where the CPU has them). */
+START_TEST(test_cache_in_place_is_the_plain_pass) {
+    const tu_variant *v = &TU_VARIANTS[_i / 4];
+    uint32_t threads = 1 + _i % 2, long_seq = _i / 2 % 2;
+    uint32_t Bc = long_seq ? 2 : 24, Tc = long_seq ? 264 : 64, V = 37;
+    induct_model_config c;
+    tu_tiny_config(&c);
+    tu_variant_apply(&c, v);
+    c.d_model = 32;
+    c.n_heads = 4;
+    c.n_ctx = Tc;
+    c.d_vocab = V;
+    c.n_threads = threads;
+    induct_model *m;
+    ck_ok(induct_model_new(&m, &c));
+    tu_randomize(m, 0.5, 3);
+    int32_t *tok = malloc((size_t)Bc * Tc * sizeof *tok);
+    ck_assert_ptr_nonnull(tok);
+    tu_tokens(tok, (size_t)Bc * Tc, V, 5);
+    char names[128][64];
+    const char *np[128];
+    float *raw[128], *bufs[128];
+    size_t caps[128], n = 0, len;
+    while (induct_model_hook_point(m, n, names[n], sizeof names[n], &len) == INDUCT_OK) {
+        ck_assert_uint_lt(n + 1, 128);
+        np[n] = names[n];
+        ck_ok(induct_model_hook_shape(m, names[n], Bc, Tc, NULL, NULL, &caps[n]));
+        raw[n] = floats(caps[n] + 3);
+        bufs[n] = raw[n] + 1 + 2 * (n % 2); /* 4 or 12 bytes past malloc's alignment */
+        n++;
+    }
+    size_t nl = (size_t)Bc * Tc * V;
+    float *lg = floats(nl), *ref = floats(nl);
+    double mean, ref_mean;
+    ck_ok(induct_model_run_with_cache(m, tok, Bc, Tc, np, bufs, caps, n, lg, nl, &mean));
+    ck_ok(induct_model_forward(m, tok, Bc, Tc, ref, nl, NULL, 0, &ref_mean));
+    ck_assert_msg(memcmp(lg, ref, nl * sizeof *lg) == 0 && mean == ref_mean,
+                  "%s, %u threads, T %u: the cache's logits are not the plain pass's", v->name,
+                  threads, Tc);
+    for (size_t i = 0; i < n; i++) {
+        float *one = floats(caps[i]);
+        induct_hook h = {np[i], copy_out, one};
+        ck_ok(induct_model_run_with_hooks(m, tok, Bc, Tc, &h, 1, NULL, 0, NULL, 0, NULL));
+        size_t bad = 0;
+        for (size_t j = 0; j < caps[i]; j++) bad += memcmp(&one[j], &bufs[i][j], sizeof *one) != 0;
+        ck_assert_msg(bad == 0, "%s, %u threads, T %u: %zu of %zu values of '%s' differ", v->name,
+                      threads, Tc, bad, caps[i], np[i]);
+        free(one);
+    }
+    /* the patterns alone (no scores: the fused kernel without the scores' copy), into
+     * buffers full of NaN: every entry written, the same bits */
+    for (size_t i = 0; i < n; i++) {
+        if (!strstr(np[i], "hook_pattern")) continue;
+        float *pat = floats(caps[i]);
+        for (size_t j = 0; j < caps[i]; j++) pat[j] = NAN;
+        ck_ok(induct_model_run_with_cache(m, tok, Bc, Tc, &np[i], &pat, &caps[i], 1, NULL, 0,
+                                          NULL));
+        ck_assert_msg(memcmp(pat, bufs[i], caps[i] * sizeof *pat) == 0,
+                      "%s, %u threads, T %u: '%s' cached alone differs", v->name, threads, Tc,
+                      np[i]);
+        free(pat);
+    }
+    for (size_t i = 0; i < n; i++) free(raw[i]);
+    free(lg);
+    free(ref);
+    free(tok);
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("hooks");
     TCase *tc = tcase_create("hooks");
     tcase_add_loop_test(tc, test_cache_is_the_plain_pass, 0, N_VARIANTS);
+    tcase_add_loop_test(tc, test_cache_in_place_is_the_plain_pass, 0, 4 * TU_N_VARIANTS);
     tcase_add_loop_test(tc, test_own_pattern_written_back_is_bit_identical, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_zeroed_z_is_zero_ablation, 0, N_VARIANTS);
     tcase_add_test(tc, test_errors);

@@ -149,7 +149,7 @@ static void check_rows(induct_model *m, const rows_variant *v, const int32_t *to
                 resid[i] += 0.3f * sinf(0.37f * (float)(i % 97) + (float)l0);
             memcpy(pert, resid, N * D * sizeof *pert);
             frozen fz = {clean_att};
-            induct__hook hk = {INDUCT__HP_PATTERN, 1, 1, write_frozen, &fz};
+            induct__hook hk = {INDUCT__HP_PATTERN, 1, 1, write_frozen, &fz, NULL};
             induct__pass q = induct__pass_of(tok, B, T);
             q.resume = l0 + 1;
             if (preserve && l0 == 0) {
