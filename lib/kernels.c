@@ -1281,7 +1281,7 @@ size_t induct__attn_scratch_floats(size_t T, size_t dh) {
 /* The per-(batch, head) kernels of one instantiation (attn_simd decides which). */
 typedef void (*attn_fwd_fn)(float *, size_t, float *, const float *, size_t, const float *,
                             size_t, const float *, size_t, size_t, size_t, float, float *,
-                            unsigned);
+                            unsigned, float *);
 typedef void (*attn_rows_fn)(float *, size_t, float *, const float *, size_t, const float *,
                              size_t, const float *, size_t, size_t, size_t, float, float *,
                              const size_t *, size_t, size_t);
@@ -1317,8 +1317,8 @@ static float *thread_scratch(float *scratch, size_t per) {
     return scratch + (size_t)tid * per;
 }
 
-/* induct__attn_causal_forward, and with scores_out (stages ALL) each (batch, head)'s
- * scores stored there between its SCORES and its SOFTMAX | MIX, while they are in cache. */
+/* induct__attn_causal_forward, and with scores_out the masked scores stored there as the
+ * kernel computes them (before its softmax, from the same registers' values). */
 static void attn_forward(float *z, size_t ldz, float *att, const float *q, size_t ldq,
                          const float *k, size_t ldk, const float *v, size_t ldv, size_t B,
                          size_t T, size_t H, size_t dh, float *scratch, int nt, unsigned stages,
@@ -1339,14 +1339,8 @@ static void attn_forward(float *z, size_t ldz, float *att, const float *q, size_
             float *zb = z + r0 * ldz + h * dh, *ab = att + a0;
             const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh;
             const float *vb = v + r0 * ldv + h * dh;
-            if (!scores_out) {
-                kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages);
-                continue;
-            }
-            kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, INDUCT__ATTN_SCORES);
-            memcpy(scores_out + a0, ab, T * T * sizeof *ab);
-            kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc,
-                   INDUCT__ATTN_SOFTMAX | INDUCT__ATTN_MIX);
+            kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages,
+                   scores_out ? scores_out + a0 : NULL);
         }
     }
 }

@@ -161,8 +161,8 @@ void induct__attn_causal_forward(float *z, size_t ldz, float *att, const float *
                                  unsigned stages);
 /* induct__attn_causal_forward (stages INDUCT__ATTN_ALL) that also stores the scaled
  * scores (-inf above the diagonal, as SCORES alone leaves them in att) in scores
- * [B,H,T,T]: each (batch, head) runs SCORES, copies its scores while they are in cache,
- * then SOFTMAX and MIX. The bits of the parts run one after the other. */
+ * [B,H,T,T] as it computes them, in the same pass. The bits of the parts run one after
+ * the other. */
 void induct__attn_causal_forward_scores(float *z, size_t ldz, float *att, float *scores,
                                         const float *q, size_t ldq, const float *k, size_t ldk,
                                         const float *v, size_t ldv, size_t B, size_t T, size_t H,
