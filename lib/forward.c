@@ -657,9 +657,7 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, c
     float *out = cache_or(m, p, INDUCT__HP_ATTN_OUT, l, hs);
     float *res = cache_or(m, p, INDUCT__HP_RESULT, l, hs + N * D);
     if (hooked(p, INDUCT__HP_RESULT, l, 0)) {
-        for (size_t h = 0; h < H; h++)
-            induct__gemm(nt, 0, 0, N, D, dh, 1.0f, z + h * dh, HD, P(o->W_O) + h * dh * D, D,
-                         0.0f, res + h * D, H * D);
+        induct__head_results(nt, N, H, dh, D, z, HD, P(o->W_O), res);
         INDUCT_TRY(fire(m, p, INDUCT__HP_RESULT, l, res));
     }
     int w_res = wrote(p, INDUCT__HP_RESULT, l);

@@ -246,6 +246,12 @@ void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t
                           float b1, float b2, float bc1, float bc2, float eps, float decay,
                           float lr, int nt);
 
+/* The per-head outputs res[n][h][:] = z[n][h*dh .. +dh] W_O[h] ([N][H][D], rows of z with
+ * stride ldz; W_O [H][dh][D]), no bias: TransformerLens's hook_result. One sgemm per
+ * block of rows and head; the blocks do not depend on nt (the same bits for any thread
+ * count). */
+void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const float *z,
+                          size_t ldz, const float *W_O, float *res);
 /* C[M,N] = inp[M,N] + bias[N] + A[M,K] B[K,N] (inp may be NULL: C = bias + A B), rows
  * of C, inp, A with strides ldc, ldi, lda; bias added before the product (beta = 1). */
 void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
