@@ -347,7 +347,8 @@ static int hooked(const induct__pass *p, uint32_t point, uint32_t l, int writes)
  * that the cache needs no copy; else ws, the workspace's (or scratch's) place. The pass
  * then reads on from the returned buffer: the same kernels on the same values, the same
  * bits (the workspace's copy of the point is left stale: nothing reads it after a pass
- * with caches, which never has gradients). */
+ * with caches, which never has gradients). Partial passes (resumed, rows), which read
+ * the workspace of an earlier pass, always use it. */
 static float *cache_or(const induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
                        float *ws) {
     float *dst = NULL;
@@ -358,11 +359,27 @@ static float *cache_or(const induct_model *m, const induct__pass *p, uint32_t po
             if (h->writes) return ws;
             if (!dst) dst = h->dst;
         }
-    if (!dst || p->grad) return ws;
+    if (!dst || p->grad || p->resume || p->rows) return ws;
     uint32_t shape[4], nd = induct__hook_shape(m, point, 1, p->T, shape);
     size_t per_seq = 1;
     for (uint32_t i = 0; i < nd; i++) per_seq *= shape[i]; /* checked with the cache */
     return dst + (size_t)p->row0 * per_seq;
+}
+
+/* The residual stream entering layer l (l = n_layers: leaving the last), where pass p
+ * keeps it: blocks.{l}.hook_resid_pre and blocks.{l-1}.hook_resid_post are that one
+ * tensor, so a cache of either holds it when no hook at either may write (cache_or);
+ * else the workspace. */
+static float *resid_at(const induct_model *m, const induct__pass *p, uint32_t l) {
+    uint32_t L = m->cfg.n_layers;
+    float *ws = l < L ? W(m->A[l].resid_pre) : W(m->a_resid_final);
+    if (!n_hooks(p)) return ws;
+    if ((l < L && hooked(p, INDUCT__HP_RESID_PRE, l, 1)) ||
+        (l > 0 && hooked(p, INDUCT__HP_RESID_POST, l - 1, 1)))
+        return ws;
+    float *d = l < L ? cache_or(m, p, INDUCT__HP_RESID_PRE, l, NULL) : NULL;
+    if (!d && l > 0) d = cache_or(m, p, INDUCT__HP_RESID_POST, l - 1, NULL);
+    return d ? d : ws;
 }
 
 static int fire_hooks(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
@@ -616,6 +633,7 @@ static int layernorm_hooked(induct_model *m, const induct__pass *p, uint32_t poi
     size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
     int nt = induct__nt(m);
     induct__layernorm_forward(out, mean, rstd, x, w, b, N, D, nt);
+    hs = cache_or(m, p, point, l, hs);
     for (size_t n = 0; n < N; n++)
         for (size_t i = 0; i < D; i++) hs[n * D + i] = (x[n * D + i] - mean[n]) * rstd[n];
     INDUCT_TRY(fire(m, p, point, l, hs));
@@ -630,7 +648,8 @@ static int layernorm_hooked(induct_model *m, const induct__pass *p, uint32_t poi
 static int embed_hooked(induct_model *m, const induct__pass *p, float *out, float *hs) {
     const induct_model_config *c = &m->cfg;
     size_t N = (size_t)p->B * p->T, D = c->d_model;
-    float *E = hs, *Pe = hs + N * D;
+    float *E = cache_or(m, p, INDUCT__HP_EMBED, 0, hs);
+    float *Pe = cache_or(m, p, INDUCT__HP_POS_EMBED, 0, hs + N * D);
     induct__embed_forward(E, p->tokens, P(m->W_E), NULL, p->B, p->T, D, induct__nt(m));
     INDUCT_TRY(fire(m, p, INDUCT__HP_EMBED, 0, E));
     if (c->positional != INDUCT_POS_STANDARD) {
@@ -648,10 +667,9 @@ static int embed_hooked(induct_model *m, const induct__pass *p, float *out, floa
  * Hooks that only read leave the residual stream to the plain pass's fused product
  * (the same bits); after a write it is resid_pre + output. */
 static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, const float *z,
-                           float *attn_resid, float *hs) {
+                           const float *rp, float *attn_resid, float *hs) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
-    const induct__layer_act *a = &m->A[l];
     int nt = induct__nt(m);
     size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     float *out = cache_or(m, p, INDUCT__HP_ATTN_OUT, l, hs);
@@ -673,11 +691,9 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, c
     }
     if (hooked(p, INDUCT__HP_ATTN_OUT, l, 0)) INDUCT_TRY(fire(m, p, INDUCT__HP_ATTN_OUT, l, out));
     if (w_res || wrote(p, INDUCT__HP_ATTN_OUT, l)) {
-        const float *rp = W(a->resid_pre);
         for (size_t i = 0; i < N * D; i++) attn_resid[i] = rp[i] + out[i];
     } else {
-        induct__gemm_bias(nt, N, D, HD, z, HD, P(o->W_O), D, attn_resid, D, W(a->resid_pre), D,
-                          P(o->b_O));
+        induct__gemm_bias(nt, N, D, HD, z, HD, P(o->W_O), D, attn_resid, D, rp, D, P(o->b_O));
     }
     return INDUCT_OK;
 }
@@ -722,7 +738,7 @@ static void causal_zero(float *att, size_t n, size_t T) {
 /* Layer l up to its attention output: LN1, Q/K/V, attention, attn_resid = resid_pre +
  * z W_O + b_O, with the hooks on the way. */
 static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, int fold,
-                           float *attn_resid, float *hs) {
+                           float *rp, float *attn_resid, float *hs) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
@@ -733,18 +749,20 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
     /* the scored rows only (no hook at this layer): LN1, keys and values stay whole (every
      * position up to a row is read), the query, pattern rows, z and output at the rows */
     int at_rows = rows_layer(m, p, l);
-    FIRE(INDUCT__HP_RESID_PRE, l, W(a->resid_pre));
+    /* rp: the residual stream entering the layer (resid_at); without LayerNorm it is the
+     * input of the projections */
+    float *ln1 = c->layer_norm ? W(a->ln1) : rp;
+    float *qk_in = induct__qk_reads_pos(c, l) ? W(a->qk_in) : ln1;
+    FIRE(INDUCT__HP_RESID_PRE, l, rp);
     if (c->layer_norm) {
         if (any && hooked(p, INDUCT__HP_LN1, l, 0))
-            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN1, l, W(a->ln1), W(a->ln1_mean),
-                                        W(a->ln1_rstd), W(a->resid_pre), P(o->ln1_w),
-                                        P(o->ln1_b), hs));
+            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN1, l, ln1, W(a->ln1_mean),
+                                        W(a->ln1_rstd), rp, P(o->ln1_w), P(o->ln1_b), hs));
         else
-            induct__layernorm_forward(W(a->ln1), W(a->ln1_mean), W(a->ln1_rstd),
-                                      W(a->resid_pre), P(o->ln1_w), P(o->ln1_b), N, D, nt);
+            induct__layernorm_forward(ln1, W(a->ln1_mean), W(a->ln1_rstd), rp, P(o->ln1_w),
+                                      P(o->ln1_b), N, D, nt);
     }
-    if (induct__qk_reads_pos(c, l))
-        induct__add_pos(W(a->qk_in), W(a->ln1), P(m->W_pos), B, T, D, nt);
+    if (induct__qk_reads_pos(c, l)) induct__add_pos(qk_in, ln1, P(m->W_pos), B, T, D, nt);
     /* W_Q [H, D, dh] -> [D, H*dh] so each projection is one GEMM into [N, H, dh] */
     pack_heads(W(a->wq), P(o->W_Q), D, H, dh);
     pack_heads(W(a->wk), P(o->W_K), D, H, dh);
@@ -764,9 +782,9 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
     if (l == 0 && fold) {
         fold_forward(m, tokens, B, T, q, k_raw, v);
     } else {
-        product_at(m, p, at_rows, HD, D, W(a->qk_in), W(a->wq), q, NULL, P(o->b_Q), hs);
-        induct__linear_forward(k_raw, W(a->qk_in), W(a->wk), P(o->b_K), N, D, HD, nt);
-        induct__linear_forward(v, W(a->ln1), W(a->wv), P(o->b_V), N, D, HD, nt);
+        product_at(m, p, at_rows, HD, D, qk_in, W(a->wq), q, NULL, P(o->b_Q), hs);
+        induct__linear_forward(k_raw, qk_in, W(a->wk), P(o->b_K), N, D, HD, nt);
+        induct__linear_forward(v, ln1, W(a->wv), P(o->b_V), N, D, HD, nt);
     }
     FIRE(INDUCT__HP_Q, l, q);
     FIRE(INDUCT__HP_K, l, k_raw);
@@ -815,10 +833,9 @@ induct__attn_causal_forward(z, HD, att, q, HD, k, HD, v, HD,                    
 #undef ATTN
     FIRE(INDUCT__HP_Z, l, z);
     if (any && (hooked(p, INDUCT__HP_RESULT, l, 0) || hooked(p, INDUCT__HP_ATTN_OUT, l, 0)))
-        INDUCT_TRY(attn_out_hooked(m, p, l, z, attn_resid, hs));
+        INDUCT_TRY(attn_out_hooked(m, p, l, z, rp, attn_resid, hs));
     else /* resid_mid = resid_pre + z W_O + b_O ; W_O [H, dh, D] is [HD, D] row-major */
-        product_at(m, p, at_rows, D, HD, z, P(o->W_O), attn_resid, W(a->resid_pre), P(o->b_O),
-                   hs);
+        product_at(m, p, at_rows, D, HD, z, P(o->W_O), attn_resid, rp, P(o->b_O), hs);
     return INDUCT_OK;
 }
 
@@ -846,42 +863,49 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
     if (p->resume)
         ;
     else if (any && (hooked(p, INDUCT__HP_EMBED, 0, 0) || hooked(p, INDUCT__HP_POS_EMBED, 0, 0)))
-        INDUCT_TRY(embed_hooked(m, p, W(m->A[0].resid_pre), hs));
+        INDUCT_TRY(embed_hooked(m, p, resid_at(m, p, 0), hs));
     else
-        induct__embed_forward(W(m->A[0].resid_pre), tokens, P(m->W_E),
-                              standard ? P(m->W_pos) : NULL, B, T, D, nt);
+        induct__embed_forward(resid_at(m, p, 0), tokens, P(m->W_E), standard ? P(m->W_pos) : NULL,
+                              B, T, D, nt);
     int fold = use_fold(m, p);
     for (uint32_t l = l0; l < c->n_layers; l++) {
         const induct__layer_off *o = &m->L[l];
         const induct__layer_act *a = &m->A[l];
-        float *out_resid = (l + 1 < c->n_layers) ? W(m->A[l + 1].resid_pre) : W(m->a_resid_final);
-        float *attn_resid = M ? W(a->resid_mid) : out_resid;
-        if (!p->resume || l != l0) INDUCT_TRY(attention_layer(m, p, l, fold, attn_resid, hs));
+        /* the residual stream's buffers: the workspace's or a cache's (resid_at, cache_or) */
+        float *rp = resid_at(m, p, l), *out_resid = resid_at(m, p, l + 1);
+        float *mid = M && any ? cache_or(m, p, INDUCT__HP_RESID_MID, l, W(a->resid_mid))
+                              : W(a->resid_mid);
+        float *attn_resid = M ? mid : out_resid;
+        if (!p->resume || l != l0)
+            INDUCT_TRY(attention_layer(m, p, l, fold, rp, attn_resid, hs));
         if (M) {
             int at_rows = rows_layer(m, p, l); /* no hook at this layer then */
-            FIRE(INDUCT__HP_RESID_MID, l, W(a->resid_mid));
+            float *ln2 = c->layer_norm ? W(a->ln2) : mid;
+            FIRE(INDUCT__HP_RESID_MID, l, mid);
             if (c->layer_norm) {
                 if (any && hooked(p, INDUCT__HP_LN2, l, 0))
-                    INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN2, l, W(a->ln2),
-                                                W(a->ln2_mean), W(a->ln2_rstd), W(a->resid_mid),
-                                                P(o->ln2_w), P(o->ln2_b), hs));
+                    INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LN2, l, ln2, W(a->ln2_mean),
+                                                W(a->ln2_rstd), mid, P(o->ln2_w), P(o->ln2_b),
+                                                hs));
                 else
-                    ln_forward_at(m, p, at_rows, W(a->ln2), W(a->ln2_mean), W(a->ln2_rstd),
-                                  W(a->resid_mid), P(o->ln2_w), P(o->ln2_b));
+                    ln_forward_at(m, p, at_rows, ln2, W(a->ln2_mean), W(a->ln2_rstd), mid,
+                                  P(o->ln2_w), P(o->ln2_b));
             }
-            product_at(m, p, at_rows, M, D, W(a->ln2), P(o->W_in), W(a->mlp_pre), NULL,
-                       P(o->b_in), hs);
-            FIRE(INDUCT__HP_MLP_PRE, l, W(a->mlp_pre));
+            float *pre = W(a->mlp_pre), *post = W(a->mlp_post); /* or a cache's (cache_or) */
+            if (any) {
+                pre = cache_or(m, p, INDUCT__HP_MLP_PRE, l, pre);
+                post = cache_or(m, p, INDUCT__HP_MLP_POST, l, post);
+            }
+            product_at(m, p, at_rows, M, D, ln2, P(o->W_in), pre, NULL, P(o->b_in), hs);
+            FIRE(INDUCT__HP_MLP_PRE, l, pre);
             if (at_rows) /* element by element: the same bits per row */
                 for (size_t i = 0; i < p->n_rows; i++)
-                    induct__gelu_forward_fast(W(a->mlp_post) + p->rows[i] * M,
-                                              W(a->mlp_pre) + p->rows[i] * M, M, 1);
+                    induct__gelu_forward_fast(post + p->rows[i] * M, pre + p->rows[i] * M, M, 1);
             else
-                induct__gelu_forward_fast(W(a->mlp_post), W(a->mlp_pre), N * M, nt);
-            FIRE(INDUCT__HP_MLP_POST, l, W(a->mlp_post));
+                induct__gelu_forward_fast(post, pre, N * M, nt);
+            FIRE(INDUCT__HP_MLP_POST, l, post);
             /* resid_post = resid_mid + b_out + mlp_post W_out */
-            product_at(m, p, at_rows, D, M, W(a->mlp_post), P(o->W_out), out_resid,
-                       W(a->resid_mid), P(o->b_out), hs);
+            product_at(m, p, at_rows, D, M, post, P(o->W_out), out_resid, mid, P(o->b_out), hs);
         }
         FIRE(INDUCT__HP_RESID_POST, l, out_resid);
     }
@@ -892,14 +916,14 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
         if (mean_loss) *mean_loss = mean;
         return INDUCT_OK;
     }
+    float *final = resid_at(m, p, c->n_layers), *lnf = c->layer_norm ? W(m->a_lnf) : final;
     if (c->layer_norm) {
         if (any && hooked(p, INDUCT__HP_LNF, 0, 0))
-            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LNF, 0, W(m->a_lnf), W(m->a_lnf_mean),
-                                        W(m->a_lnf_rstd), W(m->a_resid_final), P(m->lnf_w),
-                                        P(m->lnf_b), hs));
+            INDUCT_TRY(layernorm_hooked(m, p, INDUCT__HP_LNF, 0, lnf, W(m->a_lnf_mean),
+                                        W(m->a_lnf_rstd), final, P(m->lnf_w), P(m->lnf_b), hs));
         else
-            induct__layernorm_forward(W(m->a_lnf), W(m->a_lnf_mean), W(m->a_lnf_rstd),
-                                      W(m->a_resid_final), P(m->lnf_w), P(m->lnf_b), N, D, nt);
+            induct__layernorm_forward(lnf, W(m->a_lnf_mean), W(m->a_lnf_rstd), final,
+                                      P(m->lnf_w), P(m->lnf_b), N, D, nt);
     }
     /* with gradients, d(lnf) and the terms of W_U's and b_U's gradients come out of the
      * same pass over each block of logits while they are in cache (the logits are not kept:
@@ -908,7 +932,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
     int g = p->grad;
     double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses), NULL,
                                       g ? unembed_dinp(m) : NULL, g ? W(m->g_wt) : NULL,
-                                      W(m->a_lnf), P(m->W_U), P(m->b_U), tokens, B, T, D, V,
+                                      lnf, P(m->W_U), P(m->b_U), tokens, B, T, D, V,
                                       loss_scale(p), p->score_pos, nt);
     double count = (double)B * (T - 1);
     if (p->score_pos) { /* one scored position per row (e.g. key-value retrieval) */

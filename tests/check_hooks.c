@@ -626,12 +626,27 @@ static int copy_out(void *user, const char *name, float *x, const uint32_t *shap
  * kernel around read-only hooks on the scores and the pattern: every point it returns is
  * bit for bit what a callback at that point alone sees (the plain pass's value, computed
  * in the workspace, attention in parts), and the logits are the plain pass's. Every
- * architecture variant, 1 and 2 threads, buffers 4 and 12 bytes off malloc's alignment,
- * a shape past OpenBLAS's small-matrix kernels and one with T > 256 (the AVX-512 attention
- * tiles where the CPU has them). */
+ * architecture variant (1 thread, T 64, a shape past OpenBLAS's small-matrix kernels),
+ * then attention-only and TU_EVERYTHING with 2 threads, with T > 256 (the AVX-512
+ * attention tiles where the CPU has them), and with a pattern-preserving zero ablation in
+ * force (its hooks write hook_z of layer 0 and hook_pattern of layer 1: those points
+ * must come from the workspace, after the writes; the same holds against the ablated
+ * pass). Buffers 4 and 12 bytes off malloc's alignment. */
+typedef struct in_place_case {
+    int variant;
+    uint32_t threads, long_seq, ablate;
+} in_place_case;
+static const in_place_case IN_PLACE_EXTRA[] = {
+    {0, 2, 0, 0}, {TU_EVERYTHING, 2, 0, 0}, {0, 1, 1, 0},
+    {TU_EVERYTHING, 2, 1, 0}, {0, 1, 0, 1}, {TU_EVERYTHING, 2, 0, 1},
+};
+#define N_IN_PLACE_EXTRA (sizeof IN_PLACE_EXTRA / sizeof *IN_PLACE_EXTRA)
+
 START_TEST(test_cache_in_place_is_the_plain_pass) {
-    const tu_variant *v = &TU_VARIANTS[_i / 4];
-    uint32_t threads = 1 + _i % 2, long_seq = _i / 2 % 2;
+    in_place_case k = {_i, 1, 0, 0};
+    if (_i >= TU_N_VARIANTS) k = IN_PLACE_EXTRA[_i - TU_N_VARIANTS];
+    const tu_variant *v = &TU_VARIANTS[k.variant];
+    uint32_t threads = k.threads, long_seq = k.long_seq, ablate = k.ablate;
     uint32_t Bc = long_seq ? 2 : 24, Tc = long_seq ? 264 : 64, V = 37;
     induct_model_config c;
     tu_tiny_config(&c);
@@ -644,6 +659,10 @@ START_TEST(test_cache_in_place_is_the_plain_pass) {
     induct_model *m;
     ck_ok(induct_model_new(&m, &c));
     tu_randomize(m, 0.5, 3);
+    if (ablate) {
+        ck_ok(induct_model_set_preserve_patterns(m, 1));
+        ck_ok(induct_model_ablate_head(m, 0, 1, INDUCT_ABLATE_ZERO));
+    }
     int32_t *tok = malloc((size_t)Bc * Tc * sizeof *tok);
     ck_assert_ptr_nonnull(tok);
     tu_tokens(tok, (size_t)Bc * Tc, V, 5);
@@ -665,16 +684,18 @@ START_TEST(test_cache_in_place_is_the_plain_pass) {
     ck_ok(induct_model_run_with_cache(m, tok, Bc, Tc, np, bufs, caps, n, lg, nl, &mean));
     ck_ok(induct_model_forward(m, tok, Bc, Tc, ref, nl, NULL, 0, &ref_mean));
     ck_assert_msg(memcmp(lg, ref, nl * sizeof *lg) == 0 && mean == ref_mean,
-                  "%s, %u threads, T %u: the cache's logits are not the plain pass's", v->name,
-                  threads, Tc);
+                  "%s, %u threads, T %u, ablation %u: the cache's logits are not the plain "
+                  "pass's",
+                  v->name, threads, Tc, ablate);
     for (size_t i = 0; i < n; i++) {
         float *one = floats(caps[i]);
         induct_hook h = {np[i], copy_out, one};
         ck_ok(induct_model_run_with_hooks(m, tok, Bc, Tc, &h, 1, NULL, 0, NULL, 0, NULL));
         size_t bad = 0;
         for (size_t j = 0; j < caps[i]; j++) bad += memcmp(&one[j], &bufs[i][j], sizeof *one) != 0;
-        ck_assert_msg(bad == 0, "%s, %u threads, T %u: %zu of %zu values of '%s' differ", v->name,
-                      threads, Tc, bad, caps[i], np[i]);
+        ck_assert_msg(bad == 0, "%s, %u threads, T %u, ablation %u: %zu of %zu values of '%s' "
+                      "differ",
+                      v->name, threads, Tc, ablate, bad, caps[i], np[i]);
         free(one);
     }
     /* the patterns alone (no scores: the fused kernel without the scores' copy), into
@@ -686,8 +707,8 @@ START_TEST(test_cache_in_place_is_the_plain_pass) {
         ck_ok(induct_model_run_with_cache(m, tok, Bc, Tc, &np[i], &pat, &caps[i], 1, NULL, 0,
                                           NULL));
         ck_assert_msg(memcmp(pat, bufs[i], caps[i] * sizeof *pat) == 0,
-                      "%s, %u threads, T %u: '%s' cached alone differs", v->name, threads, Tc,
-                      np[i]);
+                      "%s, %u threads, T %u, ablation %u: '%s' cached alone differs", v->name,
+                      threads, Tc, ablate, np[i]);
         free(pat);
     }
     for (size_t i = 0; i < n; i++) free(raw[i]);
@@ -702,7 +723,8 @@ int main(void) {
     Suite *s = suite_create("hooks");
     TCase *tc = tcase_create("hooks");
     tcase_add_loop_test(tc, test_cache_is_the_plain_pass, 0, N_VARIANTS);
-    tcase_add_loop_test(tc, test_cache_in_place_is_the_plain_pass, 0, 4 * TU_N_VARIANTS);
+    tcase_add_loop_test(tc, test_cache_in_place_is_the_plain_pass, 0,
+                        TU_N_VARIANTS + (int)N_IN_PLACE_EXTRA);
     tcase_add_loop_test(tc, test_own_pattern_written_back_is_bit_identical, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_zeroed_z_is_zero_ablation, 0, N_VARIANTS);
     tcase_add_test(tc, test_errors);
