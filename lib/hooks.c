@@ -1,6 +1,7 @@
 /* Hook points: the names (TransformerLens's), their shapes and when they exist, and a
  * caller's hooks (or a cache's copies) as the internal hooks of a pass. The passes that
  * take them are in forward.c and train.c, which fire the hooks. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,27 @@ int induct__hooks_from_caller(induct__call_hooks *h, induct_model *m, const char
     return INDUCT_OK;
 }
 
+static int by_address(const void *x, const void *y) {
+    uintptr_t a = (uintptr_t)((const struct induct__call_hook *const *)x)[0]->dst;
+    uintptr_t b = (uintptr_t)((const struct induct__call_hook *const *)y)[0]->dst;
+    return (a > b) - (a < b);
+}
+
+/* Do any two of the n cache buffers (numel floats each) overlap? (1 if out of memory
+ * to tell: the copies are always right.) */
+static int buffers_overlap(struct induct__call_hook *ch, size_t n) {
+    if (n < 2) return 0;
+    struct induct__call_hook **o = malloc(n * sizeof *o);
+    if (!o) return 1;
+    for (size_t i = 0; i < n; i++) o[i] = &ch[i];
+    qsort(o, n, sizeof *o, by_address);
+    int overlap = 0;
+    for (size_t i = 1; i < n && !overlap; i++)
+        overlap = (uintptr_t)o[i]->dst < (uintptr_t)(o[i - 1]->dst + o[i - 1]->numel);
+    free(o);
+    return overlap;
+}
+
 int induct__hooks_for_cache(induct__call_hooks *h, induct_model *m, const char *fn,
                             const char *const *names, float *const *bufs, const size_t *caps,
                             size_t n, uint32_t B, uint32_t T) {
@@ -301,5 +323,9 @@ int induct__hooks_for_cache(induct__call_hooks *h, induct_model *m, const char *
             return rc;
         }
     }
+    /* the pass computes in the buffers and reads on from them (induct__hook.dst): only
+     * if no two overlap, else every point is copied as it passes (the later copy wins) */
+    if (buffers_overlap(h->ch, n))
+        for (size_t i = 0; i < n; i++) h->ih[i].dst = NULL;
     return INDUCT_OK;
 }

@@ -719,10 +719,48 @@ START_TEST(test_cache_in_place_is_the_plain_pass) {
 }
 END_TEST
 
+/* Cache buffers that overlap (here hook_q and hook_k of layer 1 in one buffer, and the
+ * pattern of layer 0 in the second half of another point's): the pass cannot compute in
+ * them, every point is copied as the pass reaches it; the logits stay the plain pass's
+ * and the shared buffer holds the later point. */
+START_TEST(test_cache_overlapping_buffers) {
+    induct_model *m = make(&VARIANTS[_i]);
+    int32_t tok[B * T];
+    tu_tokens(tok, B * T, 11, 4);
+    const char *names[] = {"blocks.1.attn.hook_q", "blocks.1.attn.hook_k",
+                           "blocks.0.attn.hook_attn_scores", "blocks.0.attn.hook_pattern"};
+    size_t cq, cs;
+    ck_ok(induct_model_hook_shape(m, names[0], B, T, NULL, NULL, &cq));
+    ck_ok(induct_model_hook_shape(m, names[2], B, T, NULL, NULL, &cs));
+    float *qk = floats(cq), *sp = floats(cs + cs / 2), *k = floats(cq), *pat = floats(cs);
+    float *bufs[] = {qk, qk, sp, sp + cs / 2};
+    size_t caps[] = {cq, cq, cs, cs};
+    float lg[B * T * 11], ref[B * T * 11];
+    ck_ok(induct_model_run_with_cache(m, tok, B, T, names, bufs, caps, 4, lg, B * T * 11, NULL));
+    ck_ok(induct_model_forward(m, tok, B, T, ref, B * T * 11, NULL, 0, NULL));
+    ck_assert_msg(memcmp(lg, ref, sizeof lg) == 0,
+                  "%s: overlapping cache buffers change the logits", VARIANTS[_i].name);
+    float *one[] = {k, pat};
+    size_t one_caps[] = {cq, cs};
+    ck_ok(induct_model_run_with_cache(m, tok, B, T, &names[1], &one[0], &one_caps[0], 1, NULL, 0,
+                                      NULL));
+    ck_ok(induct_model_run_with_cache(m, tok, B, T, &names[3], &one[1], &one_caps[1], 1, NULL, 0,
+                                      NULL));
+    ck_assert(memcmp(qk, k, cq * sizeof *k) == 0);
+    ck_assert(memcmp(sp + cs / 2, pat, cs * sizeof *pat) == 0);
+    free(qk);
+    free(sp);
+    free(k);
+    free(pat);
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("hooks");
     TCase *tc = tcase_create("hooks");
     tcase_add_loop_test(tc, test_cache_is_the_plain_pass, 0, N_VARIANTS);
+    tcase_add_loop_test(tc, test_cache_overlapping_buffers, 0, N_VARIANTS);
     tcase_add_loop_test(tc, test_cache_in_place_is_the_plain_pass, 0,
                         TU_N_VARIANTS + (int)N_IN_PLACE_EXTRA);
     tcase_add_loop_test(tc, test_own_pattern_written_back_is_bit_identical, 0, N_VARIANTS);

@@ -2752,15 +2752,21 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
  * buffers (a cache, as TransformerLens's run_with_cache).
  *
  * `bufs[i]` receives the activation at `names[i]` with the shape of the table
- * (induct_model_hook_shape()). Copying does not change the pass: logits and every
+ * (induct_model_hook_shape()). Caching does not change the pass: logits and every
  * activation are bit-identical to induct_model_forward() on the same batch. The
- * ablations in force apply.
+ * ablations in force apply. Where no ablation writes a point, the pass computes it in
+ * its buffer and reads it from there (no copy, the same bits), so the buffers are
+ * in use during the whole call: another thread must not touch them until it returns.
+ * Buffers that overlap one another are allowed: every point is then copied as the
+ * pass reaches it, and where two overlap the later point's values remain.
  * @param model The model.
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
  * @param batch Number of sequences, ≥ 1.
  * @param seq_len Tokens per sequence, 2 … n_ctx.
  * @param names `n` hook point names.
- * @param bufs `n` buffers.
+ * @param bufs `n` buffers (any alignment), written during the call; after a failure
+ *        before the pass none is written, after one during it (a loss that is not
+ *        finite: ::INDUCT_ENUMERIC) their contents are unspecified.
  * @param caps `n` capacities in floats.
  * @param n At most 4096 (0: a plain pass).
  * @param[out] logits_out `[batch][seq_len][d_vocab]`, or NULL.
