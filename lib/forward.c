@@ -873,8 +873,10 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
         const induct__layer_act *a = &m->A[l];
         /* the residual stream's buffers: the workspace's or a cache's (resid_at, cache_or) */
         float *rp = resid_at(m, p, l), *out_resid = resid_at(m, p, l + 1);
-        float *mid = M && any ? cache_or(m, p, INDUCT__HP_RESID_MID, l, W(a->resid_mid))
-                              : W(a->resid_mid);
+        float *mid = NULL; /* resid_mid: with an MLP only (else its offset is INDUCT_NONE) */
+        if (M)
+            mid = any ? cache_or(m, p, INDUCT__HP_RESID_MID, l, W(a->resid_mid))
+                      : W(a->resid_mid);
         float *attn_resid = M ? mid : out_resid;
         if (!p->resume || l != l0)
             INDUCT_TRY(attention_layer(m, p, l, fold, rp, attn_resid, hs));
