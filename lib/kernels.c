@@ -232,9 +232,13 @@ void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *
  * while every head writes its part. Measured, 1 thread, 4096 rows: d_model 64, 4 heads
  * 0.50 -> 0.33 ms; d_model 256, 8 heads 17.2 -> 9.9 ms (whole-height products per head
  * before). */
+/* Multiply-adds per product of induct__head_results: blocks of a multiple of 48 rows (the
+ * tile heights' common multiple) with at most this many, below OpenBLAS's small-matrix
+ * limit, where it skips the separate zeroing pass of beta = 0. */
+#define HEAD_RESULT_MADDS 1e6
 void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const float *z,
                           size_t ldz, const float *W_O, float *res) {
-    size_t rows = (size_t)(1e6 / ((double)D * (double)dh)) / 48 * 48;
+    size_t rows = (size_t)(HEAD_RESULT_MADDS / ((double)D * (double)dh)) / 48 * 48;
     if (rows < 48) rows = 48;
     size_t nb = (N + rows - 1) / rows;
     if ((size_t)nt > nb) nt = (int)nb;
@@ -432,9 +436,12 @@ void induct__pos_backward(float *dW_pos, const float *dout, size_t B, size_t T, 
  * past the last row repeats the last row (computed, not written). */
 #define LN_ROWS 4
 
+/* Row n0 + r of a group, clamped to the last row N - 1. */
+static size_t ln_row(size_t n0, size_t r, size_t N) { return n0 + r < N ? n0 + r : N - 1; }
+
 /* The rows n0 .. n0+LN_ROWS-1 (clamped to N-1) of x [N][D]. */
 static void ln_rows(const float *rows[LN_ROWS], const float *x, size_t n0, size_t N, size_t D) {
-    for (size_t r = 0; r < LN_ROWS; r++) rows[r] = x + (n0 + r < N ? n0 + r : N - 1) * D;
+    for (size_t r = 0; r < LN_ROWS; r++) rows[r] = x + ln_row(n0, r, N) * D;
 }
 
 void induct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
@@ -512,14 +519,12 @@ void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const 
         float m[LN_ROWS], r[LN_ROWS];
         double s1[LN_ROWS] = {0}, s2[LN_ROWS] = {0};
         for (size_t k = 0; k < LN_ROWS; k++) {
-            size_t n = n0 + k < N ? n0 + k : N - 1;
-            m[k] = mean[n];
-            r[k] = rstd[n];
+            m[k] = mean[ln_row(n0, k, N)];
+            r[k] = rstd[ln_row(n0, k, N)];
         }
         if (mask) {
             const uint8_t *mk[LN_ROWS];
-            for (size_t k = 0; k < LN_ROWS; k++)
-                mk[k] = mask + (n0 + k < N ? n0 + k : N - 1) * D;
+            for (size_t k = 0; k < LN_ROWS; k++) mk[k] = mask + ln_row(n0, k, N) * D;
             for (size_t i = 0; i < D; i++)
                 for (size_t k = 0; k < LN_ROWS; k++) {
                     if (mk[k][i]) continue;

@@ -379,6 +379,11 @@ START_TEST(test_unembed_grad_wide) {
     double s1 = induct__unembed_xent(lg, l1, g1, dx, NULL, x, W, bias, tok, B, T, D, V, 0.125f,
                                      0, 1);
     grad_terms(x, W, bias, tok, B, T, D, V, 0.125f, g1, l1, s1, dx);
+    /* the cap on the number of blocks: d_vocab 30000 would give one block per 48 rows,
+     * 25 terms of 301 x 30000 floats, far above the bound (only the size is computed) */
+    const size_t V2 = 30000;
+    ck_assert_uint_le(induct__unembed_grad_scratch(N, D, V2, 3),
+                      N * V2 / 2 + (D + 1) * V2 + 3 * (((size_t)1 << 20) + N * (D + 1)));
     free(x), free(W), free(bias), free(lg), free(g1), free(l1), free(dx), free(tok);
 }
 END_TEST
