@@ -1349,7 +1349,7 @@ static float *thread_scratch(float *scratch, size_t per) {
  * the layer's other heads ran in between), and a head of T 64, d_head 16 is too short a
  * job for the hardware prefetchers to run ahead: the backward spent about half its own
  * time on loads of the pattern and the packed rows. Measured on Zen 4 (bench config b,
- * T 64): the step 7-9 % faster at one thread. For T > 128 nothing measurable was gained
+ * T 64): the step 7-12 % faster at one thread. For T > 128 nothing measurable was gained
  * (config e, T 512), and a pattern of that size would not sit in L2 beside the current
  * head's. A hint only: no result depends on it. */
 #define PREFETCH_T 128
