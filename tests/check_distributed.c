@@ -397,6 +397,7 @@ START_TEST(test_refusals) {
     ck_assert_ptr_null(induct_comm_threads_rank(g, 2));
     ck_assert_int_eq(induct_last_error_code(), INDUCT_ERANGE);
     ck_assert_ptr_null(induct_comm_threads_rank(NULL, 0));
+    ck_assert_int_eq(induct_last_error_code(), INDUCT_EINVAL);
     ck_assert_ptr_nonnull(induct_comm_threads_rank(g, 1));
     induct_comm_threads_free(g);
     induct_comm_threads_free(NULL);

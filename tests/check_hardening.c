@@ -163,6 +163,22 @@ START_TEST(test_cap_optimizer) {
     ck_ok(induct_model_set_max_bytes(m, base + 8 * n));
     ck_ok(induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW));
     ck_assert_uint_eq(induct_model_memory_used(m), base + 8 * n);
+    /* induct_optimizer_load counts the moments the same way */
+    char path[] = "/tmp/induct-cap-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    ck_ok(induct_optimizer_save(o, path));
+    induct_optimizer_free(o);
+    ck_ok(induct_model_set_max_bytes(m, base + 8 * n - 1));
+    o = (induct_optimizer *)m;
+    ck_fails(induct_optimizer_load(&o, m, path), INDUCT_ELIMIT);
+    ck_assert_ptr_null(o);
+    ck_assert_uint_eq(induct_model_memory_used(m), base);
+    ck_ok(induct_model_set_max_bytes(m, base + 8 * n));
+    ck_ok(induct_optimizer_load(&o, m, path));
+    ck_assert_uint_eq(induct_model_memory_used(m), base + 8 * n);
+    unlink(path);
     /* the model may go first: the optimizer's reference keeps the accounting alive */
     induct_model_free(m);
     induct_optimizer_free(o);

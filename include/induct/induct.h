@@ -304,7 +304,8 @@ INDUCT_API void induct_model_free(induct_model *model);
 /**
  * @brief Deep copy of a model's config and weights (not gradients, not ablations).
  * A clone lets several threads analyse the same weights at once.
- * @param[out] out New model owned by the caller; NULL on failure.
+ * @param[out] out New model owned by the caller, released with induct_model_free(); NULL on
+ *             failure.
  * @param model The model to copy (only read).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_ENOMEM.
  * @since 0.1 Not concurrently with a call that modifies `model`.
@@ -858,7 +859,7 @@ INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size);
 
 /**
  * @brief Byte-level text dataset from a caller's buffer (one document; copied).
- * @param[out] out Owned by the caller; NULL on failure.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
  * @param bytes `n` bytes, any values.
  * @param n Number of bytes, ≥ 1.
  * @param cfg Copied.
@@ -879,7 +880,7 @@ INDUCT_API int induct_dataset_new_text(induct_dataset **out, const void *bytes, 
  * A directory is walked recursively without following symbolic links (links are
  * skipped); the files are read in byte-wise `strcmp` order of their paths relative
  * to `path`, each one document. The corpus is read into memory (2 bytes a token).
- * @param[out] out Owned by the caller; NULL on failure.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
  * @param path A regular file or a directory.
  * @param suffix File-name suffix filter for directories, or NULL.
  * @param cfg Copied.
@@ -948,7 +949,7 @@ INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size
  * the files becomes resident in the process however long the run and however large
  * the files. The files must not be changed or truncated while the dataset lives (a
  * window that can no longer be read gives ::INDUCT_EIO from induct_dataset_batch()).
- * @param[out] out Owned by the caller; NULL on failure.
+ * @param[out] out Owned by the caller, released with induct_dataset_free(); NULL on failure.
  * @param path The training tokens (or all tokens, split by position).
  * @param val_path A separate validation file (nanoGPT's `val.bin`), or NULL to
  *        hold out part of `path` by ::induct_token_file_config::val_fraction.
@@ -1110,13 +1111,17 @@ typedef enum induct_opt_param {
  * @param model The model whose parameters it updates; it stays alive while the
  *              optimizer does. Use one thread for the pair.
  * @param kind ::INDUCT_OPTIM_ADAMW or ::INDUCT_OPTIM_SGD.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown kind); ::INDUCT_ENOMEM.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, unknown kind); ::INDUCT_ELIMIT (the moments,
+ *         4 or 8 bytes per parameter, would take induct_model_memory_used() past the
+ *         model's `max_bytes`; nothing is allocated); ::INDUCT_ENOMEM.
  * @since 0.1
  */
 INDUCT_API int induct_optimizer_new(induct_optimizer **out, induct_model *model, uint32_t kind);
-/** @brief Release an optimizer (and its reference to the model).
+/** @brief Release an optimizer (and its reference to the model). A communicator
+ *  attached with induct_optimizer_set_comm() is not used after it returns (the caller
+ *  still owns it).
  *  @param opt The optimizer, or NULL (a no-op).
- *  @since 0.1 */
+ *  @since 0.1 Not concurrently with any other use of the same optimizer. */
 INDUCT_API void induct_optimizer_free(induct_optimizer *opt);
 
 /** @brief Set a runtime parameter; it stays in force for every later step.
@@ -1294,7 +1299,8 @@ INDUCT_API int induct_comm_threads_new(induct_comm_threads **out, uint32_t n_ran
 /** @brief Rank r's table (valid until induct_comm_threads_free()).
  *  @param group The group.
  *  @param rank 0 … n_ranks − 1.
- *  @return The table, or NULL (NULL group, rank out of range; the message says which).
+ *  @return The table, or NULL with induct_last_error_code() ::INDUCT_EINVAL (NULL group)
+ *          or ::INDUCT_ERANGE (rank ≥ n_ranks); the message says which.
  *  @since 0.1 Thread-safe. */
 INDUCT_API const induct_comm *induct_comm_threads_rank(const induct_comm_threads *group,
                                                        uint32_t rank);
@@ -2359,7 +2365,8 @@ INDUCT_API int induct_model_save(const induct_model *model, const char *path);
  * is refused. Nothing is read past the end of the file, and no buffer larger than the
  * file's data section is allocated for a model.
  *
- * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param[out] out The new model, owned by the caller, released with induct_model_free();
+ *             NULL on failure.
  * @param path The file.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO (cannot open or
  *         read); ::INDUCT_EFORMAT (see above); ::INDUCT_ENOMEM.
@@ -2382,7 +2389,8 @@ INDUCT_API int induct_model_load(induct_model **out, const char *path);
  * induct_model_load()'s. A TransformerLens export with LayerNorm folded in
  * (`fold_ln=True`) has no LayerNorm weights but still normalises: no config of this
  * library runs it; export with `fold_ln=False` (and `fold_value_biases=False`).
- * @param[out] out The new model, owned by the caller; NULL on failure.
+ * @param[out] out The new model, owned by the caller, released with induct_model_free();
+ *             NULL on failure.
  * @param path The file.
  * @param cfg The model's configuration (size-prefixed, as for induct_model_new()).
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EABI (`cfg->size`);
@@ -2424,12 +2432,14 @@ INDUCT_API int induct_optimizer_save(const induct_optimizer *opt, const char *pa
  * any other `optimizer.` tensor is refused. Tensors without the prefix are validated
  * as entries (offsets, dtype, size) but not compared with `model`.
  *
- * @param[out] out The new optimizer (holding a reference to `model`); NULL on failure.
+ * @param[out] out The new optimizer (holding a reference to `model`), owned by the
+ *             caller and released with induct_optimizer_free(); NULL on failure.
  * @param model The model it will update.
  * @param path The file.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL argument); ::INDUCT_EIO; ::INDUCT_EFORMAT
- *         (see above; also a file without optimizer state); ::INDUCT_ENOMEM.
- * @since 0.1
+ *         (see above; also a file without optimizer state); ::INDUCT_ELIMIT (as
+ *         induct_optimizer_new()); ::INDUCT_ENOMEM.
+ * @since 0.1 Reads the file and `model`: one thread per model, as induct_optimizer_new().
  */
 INDUCT_API int induct_optimizer_load(induct_optimizer **out, induct_model *model,
                                      const char *path);

@@ -51,9 +51,11 @@ int induct_mpi_comm_new(induct_mpi_comm **out, MPI_Comm comm);
 const induct_comm *induct_mpi_comm_table(const induct_mpi_comm *c);
 
 /** @brief Release the duplicate communicator (collective: every rank calls it) and the
- *  table. Detach it from every optimizer first.
+ *  table. Detach it from every optimizer first (induct_optimizer_set_comm() with NULL, or
+ *  free the optimizer): an optimizer that still holds the table would call into freed
+ *  memory at its next step. Call it before MPI_Finalize().
  *  @param c The communicator, or NULL (a no-op).
- *  @since 0.1 */
+ *  @since 0.1 Needs the same MPI thread level as induct_mpi_comm_new(). */
 void induct_mpi_comm_free(induct_mpi_comm *c);
 
 #ifdef __cplusplus
