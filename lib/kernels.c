@@ -1840,21 +1840,6 @@ double induct__sumsq(const float *x, size_t n, int nt) {
     return s;
 }
 
-void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
-                            int nt) {
-    if (N * C < ((size_t)1 << 15)) nt = 1;
-    PFOR
-    for (idx n = 0; n < (idx)N; n++) {
-        float *o = out + (size_t)n * C;
-        if (inp) {
-            const float *x = inp + (size_t)n * C;
-            for (size_t i = 0; i < C; i++) o[i] = x[i] + bias[i];
-        } else {
-            memcpy(o, bias, C * sizeof *o);
-        }
-    }
-}
-
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt) {
     /* column blocks of 16: every element still sums its rows in increasing n, as the

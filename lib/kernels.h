@@ -270,10 +270,6 @@ void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A
                             float *scratch);
 size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
                                       size_t n);
-/* out[n][i] = inp[n][i] + bias[i] (inp != NULL) or bias[i] (inp == NULL); N rows of C. */
-void induct__rows_plus_bias(float *out, const float *inp, const float *bias, size_t N, size_t C,
-                            int nt);
-
 /* induct__embed_backward with the same per-element order, parallel over column blocks. */
 void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
                                 const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
