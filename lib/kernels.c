@@ -225,16 +225,14 @@ void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *
     }
 }
 
-/* Blocks of rows whose products (each head's) stay at or below 10^6 multiply-adds, 48
- * rows at least: OpenBLAS's AVX-512 targets then take their small-matrix kernel, which
- * writes C directly (K = d_head is too short for the packed path's packing and separate
- * zeroing of C to pay off), and elsewhere a block's [rows][H][D] outputs stay in cache
- * while every head writes its part. Measured, 1 thread, 4096 rows: d_model 64, 4 heads
- * 0.50 -> 0.33 ms; d_model 256, 8 heads 17.2 -> 9.9 ms (whole-height products per head
- * before). */
-/* Multiply-adds per product of induct__head_results: blocks of a multiple of 48 rows (the
- * tile heights' common multiple) with at most this many, below OpenBLAS's small-matrix
- * limit, where it skips the separate zeroing pass of beta = 0. */
+/* Blocks of rows whose products (each head's) stay at or below HEAD_RESULT_MADDS
+ * multiply-adds, in multiples of 48 rows (the tile heights' common multiple), 48 at least:
+ * below OpenBLAS's small-matrix limit its AVX-512 targets take the small-matrix kernel,
+ * which writes C directly (K = d_head is too short for the packed path's packing and
+ * separate zeroing of C for beta = 0 to pay off), and elsewhere a block's [rows][H][D]
+ * outputs stay in cache while every head writes its part. Measured, 1 thread, 4096 rows:
+ * d_model 64, 4 heads 0.50 -> 0.33 ms; d_model 256, 8 heads 17.2 -> 9.9 ms (whole-height
+ * products per head before). */
 #define HEAD_RESULT_MADDS 1e6
 void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const float *z,
                           size_t ldz, const float *W_O, float *res) {
@@ -1546,7 +1544,7 @@ static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
  * block's term is one term of a fixed-order sum): the layout for UNEMBED_GRAD_NT threads,
  * which keeps 1 and 2 threads balanced, with at most N / (2 (D + 1)) blocks, so that
  * their terms (blocks x (D + 1) x V floats) take at most half the memory of the [N, V]
- * gradient they replace. *rows = the largest block's rows. */
+ * gradient they replace. *rows (unless rows is NULL) = the largest block's rows. */
 #define UNEMBED_GRAD_NT 2
 #define GRAD_SUM_CHUNK 4096 /* induct__unembed_grad_sum's parallel chunks (elements) */
 static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
@@ -1555,6 +1553,7 @@ static int unembed_grad_blocks(size_t N, size_t D, size_t V, size_t *rows) {
     size_t most = N / (2 * (D + 1));
     if (blocks > most)
         blocks = most < UNEMBED_GRAD_NT ? 1 : most / UNEMBED_GRAD_NT * UNEMBED_GRAD_NT;
+    if (!rows) return (int)blocks;
     *rows = 0;
     for (size_t k = 0; k < blocks; k++) {
         size_t r0, r1;
@@ -1647,8 +1646,7 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
 
 void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, size_t D,
                               size_t V, int nt) {
-    size_t rows, blocks = (size_t)unembed_grad_blocks(N, D, V, &rows), n = (D + 1) * V;
-    (void)rows;
+    size_t blocks = (size_t)unembed_grad_blocks(N, D, V, NULL), n = (D + 1) * V;
     /* element i of every term, in block order: dW's rows, then db's */
     size_t chunks = (n + GRAD_SUM_CHUNK - 1) / GRAD_SUM_CHUNK;
     PFOR
