@@ -36,7 +36,8 @@ static size_t arg(const char *s, size_t lo, size_t hi) {
 }
 
 static float *filled(size_t n, unsigned *seed) {
-    float *x = malloc(n * sizeof *x);
+    /* 64-byte aligned, as the library's workspace is */
+    float *x = aligned_alloc(64, (n * sizeof *x + 63) & ~(size_t)63);
     if (!x) {
         fprintf(stderr, "bench_attn: out of memory (%zu floats)\n", n);
         exit(1);

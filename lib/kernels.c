@@ -888,6 +888,14 @@ static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
 #define ATTN_QB 4
 #endif
 #define ATTN_QB_MAX 8 /* the AVX-512VL instantiation's tile */
+/* Query rows per group of the fused forward: their pattern rows stay in the scratch
+ * (ATTN_GROUP x the padded row, 133 KB at T 512) for z = A v. */
+#define ATTN_GROUP 64
+/* From this sequence length on the fused forward writes the pattern with streaming
+ * stores: a layer's pattern then outgrows the caches (e.g. 8 x 4 heads x 512^2 floats,
+ * 32 MB), and plain stores would first read every line from memory. Shorter patterns stay
+ * in cache for the backward. */
+#define ATTN_STREAM_T 256
 static size_t attn_rows(size_t T) { return (T + ATTN_QB_MAX + 7) & ~(size_t)7; }
 
 /* -- portable 8-lane instantiation ------------------------------------------------ */
@@ -1097,6 +1105,8 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define v_set1 s_set1
 #define v_load s_load
 #define v_store s_store
+#define v_stream s_store /* a plain store: the portable build has no streaming store */
+#define v_stream_fence() ((void)0)
 #define v_fma s_fma
 #define v_mul s_mul
 #define v_add s_add
@@ -1130,6 +1140,8 @@ AVX2_ static inline __m256 a_zero(void) { return _mm256_setzero_ps(); }
 AVX2_ static inline __m256 a_set1(float x) { return _mm256_set1_ps(x); }
 AVX2_ static inline __m256 a_load(const float *p) { return _mm256_loadu_ps(p); }
 AVX2_ static inline void a_store(float *p, __m256 a) { _mm256_storeu_ps(p, a); }
+/* a streaming store (past the caches; p 32-byte aligned); _mm_sfence orders them */
+AVX2_ static inline void a_stream(float *p, __m256 a) { _mm256_stream_ps(p, a); }
 AVX2_ static inline __m256 a_fma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
 AVX2_ static inline __m256 a_mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
 AVX2_ static inline __m256 a_add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
@@ -1234,6 +1246,8 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define v_set1 a_set1
 #define v_load a_load
 #define v_store a_store
+#define v_stream a_stream
+#define v_stream_fence _mm_sfence
 #define v_fma a_fma
 #define v_mul a_mul
 #define v_add a_add

@@ -55,6 +55,7 @@ static const shape SHAPES[] = {
     {2, 1, 1, 4, 0},  {2, 3, 2, 5, 3},   {1, 8, 1, 8, 0},   {2, 13, 3, 16, 1},
     {1, 37, 2, 24, 0}, {1, 29, 1, 40, 5}, {1, 64, 2, 16, 0}, {1, 70, 1, 33, 2},
     {1, 200, 2, 16, 0}, {1, 131, 1, 32, 0}, {1, 300, 1, 16, 0}, {1, 264, 2, 8, 1},
+    {2, 512, 1, 16, 2},
 };
 #define N_SHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
 
@@ -77,7 +78,9 @@ static void bufs_init(bufs *b, const shape *s, int max_nt) {
         *all[i] = malloc(n * sizeof(float));
         fill(*all[i], n, 1.5f);
     }
-    b->att = malloc(s->B * s->H * s->T * s->T * sizeof(float));
+    /* 64-byte aligned as in a model's workspace: from T 256 on (T a multiple of 8) the
+     * forward then takes its grouped pass with streaming stores */
+    b->att = aligned_alloc(64, (s->B * s->H * s->T * s->T * sizeof(float) + 63) & ~(size_t)63);
     b->scratch = malloc((size_t)max_nt * induct__attn_scratch_floats(s->T, s->dh) *
                         sizeof(float));
 }
