@@ -79,6 +79,10 @@ static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
         if (c->smeared_keys) ALLOC(a->k, N, HD);
         else a->k = a->k_raw;
         ALLOC(a->v, N, HD);
+        /* the pattern starts on 64 bytes (the workspace is 64-byte aligned): the attention
+         * forward's streaming stores need 32 */
+        if (!induct__add(off, 15, &tmp)) bad = 1;
+        off = tmp & ~(size_t)15;
         ALLOC(a->att, att_n, 1);
         ALLOC(a->z, N, HD);
         if (M) {

@@ -891,6 +891,8 @@ static size_t attn_stride(size_t T) { return (((T + 7) / 8) | 1) * 8; }
 /* Query rows per group of the fused forward: their pattern rows stay in the scratch
  * (ATTN_GROUP x the padded row, 133 KB at T 512) for z = A v. */
 #define ATTN_GROUP 64
+_Static_assert(ATTN_GROUP % ATTN_QB == 0 && ATTN_GROUP % ATTN_QB_MAX == 0,
+               "a group is whole query blocks (the blocks, and so the bits, do not change)");
 /* From this sequence length on the fused forward writes the pattern with streaming
  * stores: a layer's pattern then outgrows the caches (e.g. 8 x 4 heads x 512^2 floats,
  * 32 MB), and plain stores would first read every line from memory. Shorter patterns stay
@@ -1105,8 +1107,9 @@ static inline double s_dhsum(vd8 lo, vd8 hi) {
 #define v_set1 s_set1
 #define v_load s_load
 #define v_store s_store
-#define v_stream s_store /* a plain store: the portable build has no streaming store */
+#define v_stream s_store /* unused: no streaming stores (V_STREAMS 0) */
 #define v_stream_fence() ((void)0)
+#define V_STREAMS 0
 #define v_fma s_fma
 #define v_mul s_mul
 #define v_add s_add
@@ -1248,6 +1251,7 @@ AVX2_ static inline void a_transpose8(float *dst, size_t ldd, const float *src, 
 #define v_store a_store
 #define v_stream a_stream
 #define v_stream_fence _mm_sfence
+#define V_STREAMS 1
 #define v_fma a_fma
 #define v_mul a_mul
 #define v_add a_add

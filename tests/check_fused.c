@@ -231,6 +231,20 @@ START_TEST(test_attention_stages_bitwise) {
             ck_assert(memcmp(a.z, f.z, a.N * a.ld * sizeof(float)) == 0);
             bufs_free(&a);
         }
+        /* a training pass's variant (no pattern tail): the same z and causal pattern rows */
+        st = 77;
+        bufs n;
+        bufs_init(&n, s, 2);
+        induct__attn_causal_forward(n.z, n.ld, n.att, n.q, n.ld, n.k, n.ld, n.v, n.ld, n.B, n.T,
+                                    n.H, n.dh, n.scratch, 2,
+                                    INDUCT__ATTN_ALL | INDUCT__ATTN_NO_TAIL);
+        ck_assert(memcmp(n.z, f.z, n.N * n.ld * sizeof(float)) == 0);
+        for (size_t bh = 0; bh < n.B * n.H; bh++)
+            for (size_t p = 0; p < n.T; p++) {
+                size_t o = (bh * n.T + p) * n.T;
+                ck_assert(memcmp(n.att + o, f.att + o, (p + 1) * sizeof(float)) == 0);
+            }
+        bufs_free(&n);
         bufs_free(&f);
     }
     simd_path(2);
