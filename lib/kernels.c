@@ -1370,8 +1370,9 @@ static float *thread_scratch(float *scratch, size_t per) {
  * head's. A hint only: no result depends on it. */
 #define PREFETCH_T 128
 
-/* a head's [T][dh] rows (row stride ld) */
-static void prefetch_rows(const float *x, size_t ld, size_t T, size_t dh) {
+/* the [T][dh] rows of (batch, head) bh (of H heads) in a [B T][ld] matrix of heads' columns */
+static void prefetch_head(const float *x, size_t ld, size_t bh, size_t H, size_t T, size_t dh) {
+    x += bh / H * T * ld + bh % H * dh;
     for (size_t t = 0; t < T; t++)
         for (size_t j = 0; j < dh; j += 16) __builtin_prefetch(x + t * ld + j, 0, 2);
 }
@@ -1405,10 +1406,10 @@ static void attn_forward(float *z, size_t ldz, float *att, const float *q, size_
             const float *qb = q + r0 * ldq + h * dh, *kb = k + r0 * ldk + h * dh;
             const float *vb = v + r0 * ldv + h * dh;
             if (T <= PREFETCH_T && bh + 1 < (idx)(B * H)) {
-                size_t b1 = (size_t)(bh + 1) / H, o1 = ((size_t)(bh + 1) % H) * dh;
-                prefetch_rows(q + b1 * T * ldq + o1, ldq, T, dh);
-                prefetch_rows(k + b1 * T * ldk + o1, ldk, T, dh);
-                prefetch_rows(v + b1 * T * ldv + o1, ldv, T, dh);
+                size_t n = (size_t)bh + 1;
+                prefetch_head(q, ldq, n, H, T, dh);
+                prefetch_head(k, ldk, n, H, T, dh);
+                prefetch_head(v, ldv, n, H, T, dh);
             }
             kn.fwd(zb, ldz, ab, qb, ldq, kb, ldk, vb, ldv, T, dh, scale, sc, stages,
                    scores_out ? scores_out + a0 : NULL);
@@ -1476,12 +1477,12 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
             size_t b = (size_t)bh / H, h = (size_t)bh % H, r0 = b * T, o = h * dh;
             size_t a0 = (size_t)bh * T * T;
             if (T <= PREFETCH_T && bh + 1 < (idx)(B * H)) {
-                size_t b1 = (size_t)(bh + 1) / H, h1 = (size_t)(bh + 1) % H, o1 = h1 * dh;
+                size_t n = (size_t)bh + 1;
                 prefetch_causal(att + a0 + T * T, T);
-                prefetch_rows(q + b1 * T * ldq + o1, ldq, T, dh);
-                prefetch_rows(k + b1 * T * ldk + o1, ldk, T, dh);
-                prefetch_rows(dz + b1 * T * ldz + o1, ldz, T, dh);
-                prefetch_rows(v + b1 * T * ldv + o1, ldv, T, dh);
+                prefetch_head(q, ldq, n, H, T, dh);
+                prefetch_head(k, ldk, n, H, T, dh);
+                prefetch_head(dz, ldz, n, H, T, dh);
+                prefetch_head(v, ldv, n, H, T, dh);
             }
             kn.bwd(dq + r0 * ldq + o, dk + r0 * ldk + o, dv + r0 * ldv + o, dz + r0 * ldz + o,
                    ldz, q + r0 * ldq + o, ldq, k + r0 * ldk + o, ldk, v + r0 * ldv + o, ldv,
