@@ -209,9 +209,13 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
 void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *y) {
 #ifdef _OPENMP
     if (nt == 2) {
-#pragma omp parallel num_threads(2)
-        {
-            const induct__gemm_args *g = omp_get_thread_num() == 0 ? x : y;
+        /* a loop over the two products, not one product per thread number: the runtime
+         * may grant fewer threads than asked (OMP_THREAD_LIMIT, OMP_DYNAMIC, a caller's
+         * own parallel region), and each product must still be computed, by one
+         * single-threaded call whichever thread takes it */
+#pragma omp parallel for num_threads(2) schedule(static)
+        for (int i = 0; i < 2; i++) {
+            const induct__gemm_args *g = i ? y : x;
             gemm_serial(g->transA, g->transB, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B,
                         g->ldb, g->beta, g->C, g->ldc);
         }
