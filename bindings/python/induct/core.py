@@ -8,12 +8,14 @@ import os
 import signal
 import tempfile
 import threading
+import warnings
 
 from . import _arrays
 from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, \
     TextConfig, TokenFileConfig, TrainConfig, address_of, c_int32, c_size_t, c_uint64, call, \
     check_int, new_struct, progress_callback, value
-from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
+from ._errors import BufferTooSmall, InductError, Interrupted, IOFailure, \
+    training_interrupted
 from .analysis import ModelAnalysis, _probe_config
 from .hooks import ModelHooks, train_step_hooked
 from .model_lens import _UNSET, ModelLens
@@ -163,8 +165,11 @@ class Model(_Handle, ModelLens, ModelAnalysis, ModelHooks):
         from .tokenizer import tokenizer_to_json
         meta = {"tokenizer": tokenizer_to_json(self.tokenizer)}
         d = os.path.dirname(os.path.abspath(os.fsdecode(path)))
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(os.fsdecode(path)) + ".tmp.",
-                                   dir=d)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=os.path.basename(os.fsdecode(path)) + ".tmp.",
+                                       dir=d)
+        except OSError as e:
+            raise IOFailure(f"cannot write {os.fsdecode(path)!r}: {e}") from e
         os.close(fd)
         try:
             call("induct_model_save", self, os.fsencode(tmp))
@@ -714,6 +719,10 @@ def _saved_tokenizer(path):
     try:
         text = read_metadata(path).get("tokenizer")
         return None if text is None else tokenizer_from_json(text)
+    except ImportError as e:  # a sentencepiece tokenizer without python3-sentencepiece
+        warnings.warn(f"{os.fsdecode(path)}: the saved tokenizer is not attached: {e}",
+                      stacklevel=3)
+        return None
     except (ValueError, TypeError) as e:
         raise FormatError(f"checkpoint {os.fsdecode(path)!r}: its tokenizer metadata "
                           f"cannot be read: {e}") from None

@@ -298,6 +298,7 @@ class FactoredMatrix:
         dimension, as TransformerLens)."""
         if not isinstance(idx, tuple):
             idx = (idx,)
+        idx = tuple(i.detach().cpu().numpy() if _is_torch(i) else i for i in idx)
         n = len([i for i in idx if i is not None])
         lead = len(self.shape) - 2
         if n <= lead:

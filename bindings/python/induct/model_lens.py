@@ -720,20 +720,23 @@ class ModelLens:
         with self.hooks(fwd_hooks, bwd_hooks, reset_hooks_end, clear_contexts):
             return self(*model_args, **model_kwargs)
 
-    def run_with_cache(self, input, names=None, *, names_filter=None, remove_batch_dim=False,
+    def run_with_cache(self, tokens, names=None, *, names_filter=None, remove_batch_dim=False,
                        return_type="logits", loss_per_token=False, prepend_bos=None,
                        padding_side=None, incl_bwd=False, return_cache_object=True,
-                       **kwargs):
+                       device=None, **kwargs):
         """One forward pass; returns (output, cache). `output` is what model() returns for
         return_type ("logits" by default: [B, T, d_vocab]; a loss is computed from the
         logits, as TransformerLens does). `names_filter` (TransformerLens) or `names`:
         None (every point but attn.hook_result, unless cfg.use_attn_result), a name, a
         list of names (or (name, layer) tuples), or a function on full names.
         remove_batch_dim: entries without their batch dimension (one sequence only).
-        input: ids or text. incl_bwd: NotImplementedError (no gradients at hook points
-        yet). The cache has the ActivationCache tools (accumulated_resid, ...)."""
+        tokens: ids [batch, pos] or text. device: None or "cpu". incl_bwd:
+        NotImplementedError (no gradients at hook points yet). The cache has the
+        ActivationCache tools (accumulated_resid, ...)."""
         if incl_bwd:
             raise NotImplementedError(BWD_HOOKS_MISSING)
+        if device not in (None, "cpu"):
+            raise NotImplementedError(f"device={device!r}: libinduct runs on the CPU")
         if return_type not in ("logits", "loss", "both", None):
             raise ValueError(f"return_type must be 'logits', 'loss', 'both' or None, got "
                              f"{return_type!r}")
@@ -745,7 +748,7 @@ class ModelLens:
             names = [names]
         if names is None and self.cfg.use_attn_result:
             names = list(self.hook_points())
-        toks = self._input_tokens(input, prepend_bos, padding_side)
+        toks = self._input_tokens(tokens, prepend_bos, padding_side)
         if remove_batch_dim:
             np = _arrays.np
             if np.asarray(toks).ndim == 2 and np.asarray(toks).shape[0] != 1:
