@@ -349,16 +349,21 @@ class CacheTools:
         included) with its own statistics, the logit lens. Unchanged for a model without
         LayerNorm."""
         np = _arrays.np
-        stack = _np(residual_stack)
-        if stack.ndim < 2:
-            raise ValueError(f"residual_stack must be [components, ..., d_model], got shape "
-                             f"{stack.shape}")
+        stack = self._check_stack(residual_stack)
         layer = self._layer_arg(layer)
         if mlp_input and layer == self._cfg()["n_layers"]:
             raise ValueError("mlp_input must be False for the final layer (ln_final)")
         out = self._apply_ln(stack, layer, mlp_input, Slice(pos_slice), Slice(batch_slice),
                              has_batch_dim, recompute_ln)
         return self._wrap(out)
+
+    def _check_stack(self, residual_stack):
+        stack = _np(residual_stack)
+        D = self._cfg()["d_model"]
+        if stack.ndim < 2 or stack.shape[-1] != D:
+            raise ValueError(f"residual_stack must be [components, ..., d_model={D}], got "
+                             f"shape {stack.shape}")
+        return stack
 
     def _apply_ln(self, stack, layer, mlp_input, ps, bs, has_batch_dim, recompute_ln=False):
         np = _arrays.np
@@ -399,8 +404,8 @@ class CacheTools:
                 raise ValueError(f"tokens and incorrect_tokens must have the same shape, got "
                                  f"{_token_shape(tokens)} and {_token_shape(incorrect_tokens)}")
             dirs = dirs - _np(model._residual_directions(incorrect_tokens))
-        scaled = self._apply_ln(_np(residual_stack), self._cfg()["n_layers"], False,
-                                Slice(pos_slice), Slice(batch_slice), has_batch_dim)
+        scaled = self._apply_ln(self._check_stack(residual_stack), self._cfg()["n_layers"],
+                                False, Slice(pos_slice), Slice(batch_slice), has_batch_dim)
         out = (scaled.astype(np.float64) * dirs).sum(-1)
         return self._wrap(out.astype(np.float32))
 

@@ -175,6 +175,15 @@ class HookedTransformerConfig:
 
     def _post_init(self):
         s = object.__setattr__
+        for k in ("n_layers", "d_model", "n_ctx", "d_head", "n_heads", "d_vocab", "d_mlp"):
+            v = getattr(self, k)
+            if v is None and k == "d_mlp":
+                continue
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise TypeError(f"HookedTransformerConfig.{k} must be an int, got {v!r}")
+            if v < 1 and not (v == -1 and k in ("n_heads", "d_vocab")) and \
+                    not (v == 0 and k == "d_mlp"):
+                raise ValueError(f"HookedTransformerConfig.{k} must be positive, got {v}")
         if self.n_heads == -1:
             if self.d_model % self.d_head:
                 raise ValueError(f"n_heads -1 needs d_head ({self.d_head}) to divide d_model "

@@ -705,3 +705,33 @@ def test_a_large_vocabulary_circuit_is_never_formed():
     assert n == pytest.approx(fro, rel=1e-4)
     assert s[0] ** 2 <= n ** 2 * (1 + 1e-5) and np.sum(s.astype(np.float64) ** 2) == \
         pytest.approx(fro ** 2, rel=1e-3)
+
+
+def test_bad_input_gets_clear_errors(tmp_path):
+    m = induct.Model(n_layers=1, d_model=16, n_heads=2, n_ctx=8, d_vocab=257)
+    m.set_tokenizer(induct.ByteTokenizer(bos=True))
+    with pytest.raises(ValueError, match="d_head must be positive"):
+        HookedTransformerConfig(n_layers=1, d_model=16, n_ctx=8, d_head=0, attn_only=True)
+    with pytest.raises(TypeError, match="n_layers must be an int"):
+        HookedTransformerConfig(n_layers=1.5, d_model=16, n_ctx=8, d_head=4, attn_only=True)
+    with pytest.raises(induct.InvalidArgument, match="seq_len"):
+        m("a", prepend_bos=False)  # one position: the library needs two
+    _, cache = m.run_with_cache(m.to_tokens("hello"))
+    with pytest.raises(ValueError, match="d_model=16"):
+        cache.apply_ln_to_stack(np.zeros((3, 1, 6, 5)))
+    with pytest.raises(IndexError, match=r"\[0, 257\)"):
+        cache.logit_attrs(np.zeros((3, 1, 6, 16)), 999)
+    with pytest.raises(ValueError, match="not a single token"):
+        cache.logit_attrs(np.zeros((3, 1, 6, 16)), "ab")
+    with pytest.raises(ValueError, match="same shape"):
+        cache.logit_attrs(np.zeros((3, 1, 6, 16)), np.array([1]), incorrect_tokens=2)
+    with pytest.raises(TypeError, match="integer"):
+        m(np.array([[1.5, 2.0]]))
+    with pytest.raises(TypeError, match="numbers"):
+        m.load_state_dict({"embed.W_E": "x"}, strict=False)
+    with pytest.raises(ValueError, match="inner dimension"):
+        FactoredMatrix(np.zeros((3, 4)), np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="square"):
+        FactoredMatrix(np.zeros((3, 4)), np.zeros((4, 5))).eigenvalues
+    with pytest.raises(induct.IOFailure):
+        m.save(tmp_path / "missing-dir" / "m.safetensors")
