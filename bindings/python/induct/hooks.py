@@ -4,8 +4,10 @@ Every forward pass passes named activations (`hook_embed`, `blocks.1.attn.hook_p
 ...; the table with shapes is in docs/hooks.md). `Model.run_with_cache(tokens)` returns
 the logits and an ActivationCache indexed like TransformerLens's (`cache["pattern", 1]`,
 `cache["blocks.0.attn.hook_z"]`); `with model.hooks([(name, fn), ...]):` makes
-`model.forward()` call `fn(activation, name)` with a writable NumPy view at each point
-(return an array to replace the activation, or change the view in place); so do
+`model.forward()` call `fn(activation, hook)` with a writable NumPy view at each point
+and the point as an induct.HookPoint (a str equal to its name, with TransformerLens's
+.name, .layer() and .ctx); return an array to replace the activation, or change the
+view in place; so do
 `model.backward()` and `Optimizer.train_step()` inside the block, whose gradients treat
 what a hook wrote as constants. With grad_shards = S (or a communicator) a step calls
 each hook once per shard of batch/S sequences; `model.hook_batch_index()` tells a hook
