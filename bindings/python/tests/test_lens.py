@@ -550,9 +550,14 @@ def test_head_results_and_logit_attribution_sum_to_the_logits(kind):
     diff = cache.logit_attrs(hs, toks[:, -1], incorrect_tokens=wrong, pos_slice=-1)
     ref_diff = ref_logits[np.arange(3), -1, toks[:, -1]] - ref_logits[np.arange(3), -1, wrong]
     close(diff.sum(0), ref_diff - (bias[toks[:, -1]] - bias[wrong]), "Σ logit differences")
-    # the logit lens of the final stream is the model's logits
-    lens = cache.accumulated_resid(apply_ln=True)[-1] @ m.W_U + m.b_U
-    close(lens, ref_logits, "logit lens of the final stream")
+    # the logit lens of the final stream is the model's logits; of an earlier stream, that
+    # stream through ln_final with its own statistics
+    acc = cache.accumulated_resid(apply_ln=True)
+    close(acc[-1] @ m.W_U + m.b_U, ref_logits, "logit lens of the final stream")
+    if c["layer_norm"]:
+        with torch.no_grad():
+            lens0 = ref.ln_final(torch.from_numpy(rc["blocks.0.hook_resid_pre"])).numpy()
+        close(acc[0], lens0, "logit lens of resid_pre 0")
 
 
 def test_cache_tool_arguments():
