@@ -1394,7 +1394,11 @@ typedef struct induct_train_config {
                                     Default 64. */
     uint32_t metrics;          /**< Bit set of `INDUCT_TRAIN_METRIC_*`. Default
                                     ::INDUCT_TRAIN_METRIC_LOSS. */
-    uint32_t metrics_append;   /**< 1: append to `metrics_path`; 0: truncate it first. Default 0. */
+    uint32_t metrics_append;   /**< 1: continue `metrics_path` (to resume): its records of steps after
+                                    the optimizer's step counter (all of them at step 0, which is
+                                    evaluated again) and an incomplete last line, left by a run
+                                    killed after its last snapshot, are cut off, then records are
+                                    appended; 0: truncate it first. Default 0. */
     const char *metrics_path;  /**< JSON Lines file, one record per evaluation, or NULL for
                                     none. Keys and units: docs/training.md. Default NULL. */
     uint64_t snapshot_every;   /**< Snapshot every this many steps; 0 = never (unless
