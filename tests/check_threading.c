@@ -266,12 +266,35 @@ START_TEST(test_inside_host_parallel) {
 #ifdef _OPENMP
         if (j == 0) team = omp_get_num_threads();
 #endif
+        omp_state in_before = host_state();
         check_job(j, "inside the host's omp parallel", msg[j], sizeof msg[j]);
+        omp_state in_after = host_state();
+        if (!msg[j][0] && memcmp(&in_before, &in_after, sizeof in_before))
+            snprintf(msg[j], sizeof msg[j], "job %d: the OpenMP settings of the host's outer "
+                     "thread changed", j);
     }
     for (int j = 0; j < N_JOBS; j++) ck_assert_msg(!msg[j][0], "%s", msg[j]);
     omp_state after = host_state();
     ck_assert(!memcmp(&before, &after, sizeof before));
     fprintf(stderr, "host region: %d outer threads\n", team);
+}
+END_TEST
+
+/* The host sets its own default team size (omp_set_num_threads) to 1, then 3: the
+ * jobs' bytes do not change, and the host's setting is still its own afterwards. */
+START_TEST(test_host_sets_num_threads) {
+#ifdef _OPENMP
+    static const int HOST[2] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        omp_set_num_threads(HOST[i]);
+        for (int j = 0; j < N_JOBS; j++) {
+            char msg[256];
+            check_job(j, "after omp_set_num_threads", msg, sizeof msg);
+            ck_assert_msg(!msg[0], "omp_set_num_threads(%d): %s", HOST[i], msg);
+        }
+        ck_assert_int_eq(omp_get_max_threads(), HOST[i]);
+    }
+#endif
 }
 END_TEST
 
@@ -320,6 +343,7 @@ int main(int argc, char **argv) {
     tcase_add_test(tc, test_reference_across_thread_counts);
     tcase_add_loop_test(tc, test_calling_thread, 0, N_JOBS);
     tcase_add_test(tc, test_inside_host_parallel);
+    tcase_add_test(tc, test_host_sets_num_threads);
     tcase_add_test(tc, test_two_pthreads);
     suite_add_tcase(su, tc);
     int rc = tu_run(su);
