@@ -13,11 +13,14 @@
  */
 #include <induct/induct.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -57,6 +60,26 @@ static void help(FILE *f) {
             "Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (resume point saved).\n",
             (unsigned long long)DEFAULTS.steps, DEFAULTS.layers,
             (unsigned long long)DEFAULTS.eval_every, DEFAULTS.threads);
+}
+
+/* A run killed while it wrote a snapshot leaves that write's temporary file
+ * (`<snapshot>.tmp.<pid>.<n>`, the previous snapshot intact). Remove those of processes
+ * that no longer exist, so that repeated kills do not fill the disk. */
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".safetensors.tmp.");
+        if (!t) continue;
+        long pid = strtol(t + strlen(".safetensors.tmp."), NULL, 10);
+        if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) {
+            char path[8192];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (pid > 0) unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 static void on_option(const char *name, const char *v, void *ud) {
@@ -109,6 +132,7 @@ int main(int argc, char **argv) {
     double target = opt.target;
     if (strlen(out) > 4000) cli_usage_error("--out: the path is too long");
     cli_signals_catch(); /* from here a Ctrl-C or SIGTERM ends in a resume point */
+    remove_stale_temporaries(out);
 
     induct_model *m = NULL;
     induct_optimizer *o = NULL;
