@@ -52,9 +52,8 @@ def _run_ranks(comms, hooks=None):
     threads = [threading.Thread(target=rank, args=(r,)) for r in range(len(comms))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(60)
-        assert not t.is_alive(), "a rank hangs"
+    for t in threads:  # no time limit here: a hang is the test runner's timeout
+        t.join()
     return out
 
 
