@@ -276,6 +276,8 @@ def sweep_trials(sweep, exe, work, kills, rng, opts, max_chain=3, report=print):
             if kind == "finished":
                 if v != 0:
                     chain.append(f"exit {v}")
+                elif not chain:  # a whole sweep: the machine's current pace sets the window
+                    window = run_or_kill.elapsed
                 break
             done += 1
             finished = sum(os.path.exists(os.path.join(out, n, "summary.json")) for n in names)
@@ -482,16 +484,20 @@ def main(argv=None):
     passed = failed = inside = 0
     try:
         if a.what in ("train", "all"):
+            t1 = time.monotonic()
             p, f, i = train_trials(a.train_run, work, a.kills, rng, opts)
+            print(f"train-run phase: {time.monotonic() - t1:.0f} s wall")
             passed, failed, inside = passed + p, failed + f, inside + i
             print(f"train-run: {a.kills} kills ({i} inside a snapshot write): "
                   f"{p} chains resumed bit-identically, {f} not")
         if a.what in ("sweep", "all"):
             n = a.sweep_kills if a.sweep_kills is not None else max(1, a.kills // 3)
+            t1 = time.monotonic()
             p, f = sweep_trials(a.sweep, a.train_run, work, n, rng,
                                 ["--steps", a.steps, "--eval-every", "1", "--threads", "1"])
             passed, failed = passed + p, failed + f
-            print(f"induct-sweep: {n} kills: {p} sweeps rerun to identical results, {f} not")
+            print(f"induct-sweep: {n} kills: {p} sweeps rerun to identical results, {f} not "
+                  f"({time.monotonic() - t1:.0f} s wall)")
         if a.what in ("full-disk", "all"):
             p, f = full_disk_trials(a.train_run, work, ["--steps", "16", "--eval-every", "1",
                                                          "--threads", "1"])
