@@ -2308,6 +2308,166 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
                                             const induct_phase_config *cfg, double *start_out,
                                             double *end_out, uint32_t *found_out);
 
+/* ---- statistics of the checks: batch means, paired differences, band ICL scores ---- */
+
+/**
+ * @brief Mean of `n` batch values and its standard error by batch means.
+ *
+ * Each value is the mean of one batch (a group) of measurements, e.g. the ICL score of
+ * one group of evaluation windows. The batches are taken as independent, so the
+ * standard error of their mean is the sample standard deviation of the values over
+ * √n: `mean = (Σ x_i) / n`, `se = sqrt(Σ (x_i − mean)² / (n − 1) / n)`, summed in
+ * index order in double precision. Correlated measurements (overlapping windows of one
+ * stretch of text) stay inside a batch; this is the method of batch means (Law and
+ * Kelton, *Simulation Modeling and Analysis*, "batch means"). docs/analysis.md,
+ * "Standard errors".
+ * @param x `[n]` finite values (any unit; the results have the same unit).
+ * @param n Number of batches, ≥ 1.
+ * @param[out] mean_out The mean (not NULL).
+ * @param[out] se_out Its standard error; NaN when n = 1 (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, n = 0, a non-finite value).
+ *         Nothing is written on failure.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_batch_means(const double *x, size_t n, double *mean_out,
+                                           double *se_out);
+
+/**
+ * @brief Mean of the paired differences `a[i] − b[i]` and its standard error: the
+ * difference of two figures measured on the same batches (two models, or a model with
+ * and without an ablation, on the same groups of windows), whose shared sampling error
+ * cancels. The same arithmetic as induct_analysis_batch_means() on the differences
+ * (each difference rounded to double first). docs/analysis.md, "Standard errors".
+ * @param a `[n]` finite values of the first figure, one per batch.
+ * @param b `[n]` finite values of the second figure on the same batches.
+ * @param n Number of batches, ≥ 1.
+ * @param[out] mean_out Mean difference (not NULL).
+ * @param[out] se_out Its standard error; NaN when n = 1 (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, n = 0, a non-finite value).
+ *         Nothing is written on failure.
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_paired_difference(const double *a, const double *b, size_t n,
+                                                 double *mean_out, double *se_out);
+
+/**
+ * @brief The band ICL estimator on a loss-by-position curve: the ICL score (ICL paper,
+ * "Key Concepts": loss of the `late`-th token minus loss of the `early`-th token) with
+ * each of the two losses averaged over the `2·band + 1` context indices centred on it:
+ * `(Σ_k L[late − 1 − band + k] − Σ_k L[early − 1 − band + k]) / (2·band + 1)`, k = 0 …
+ * 2·band, each sum in double precision in index order. `band = 0` is the single-token
+ * score `L[late − 1] − L[early − 1]`. Averaging neighbouring tokens lowers the variance
+ * of the estimate; the band is our choice (docs/analysis.md, "The band ICL
+ * estimator").
+ * @param curve `[len]` losses by context index (nats), e.g. from
+ *              induct_analysis_loss_by_position(); the indices outside the two bands
+ *              are not read (they may be NaN).
+ * @param len Length of `curve` (seq_len − 1).
+ * @param early The early token, ≥ 1 (default of the ICL score: 50).
+ * @param late The late token, > early (500).
+ * @param band Half-width W of each band; needs `band < early` and `late + band ≤ len`.
+ * @param[out] icl_out The estimate in nats (not NULL); negative means the model uses
+ *             context.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, early = 0, late ≤ early, a
+ *         non-finite loss in a band); ::INDUCT_ERANGE (a band outside the curve).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_analysis_icl_band(const float *curve, size_t len, uint32_t early,
+                                        uint32_t late, uint32_t band, double *icl_out);
+
+/**
+ * @brief Settings of induct_analysis_icl_groups(). Size-prefixed; fields only appended.
+ * @since 0.1
+ */
+typedef struct induct_icl_groups_config {
+    size_t size;           /**< `sizeof(induct_icl_groups_config)` as the caller compiled it. */
+    uint32_t n_groups;     /**< Groups G, ≥ 1 (a standard error needs ≥ 2). Default 32. */
+    uint32_t per_group;    /**< Windows per group, ≥ 1. Group g is batch g of `per_group`
+                                windows of the split (induct_eval_config.batch_index = g):
+                                windows g·per_group … (g + 1)·per_group − 1 of the dataset's
+                                evaluation order. Default 256. */
+    uint32_t seq_len;      /**< Tokens per window; 0 means the model's n_ctx. Default 0. */
+    uint32_t chunk;        /**< Bound on the sequences per forward pass (as
+                                induct_eval_config.chunk; used as min(chunk, per_group)).
+                                Default 8. */
+    uint32_t early;        /**< The early token. Default 50. */
+    uint32_t late;         /**< The late token. Default 500. */
+    uint32_t band;         /**< Half-width W of the bands (induct_analysis_icl_band()).
+                                Default 5. */
+    uint32_t split;        /**< ::INDUCT_SPLIT_EVAL or ::INDUCT_SPLIT_TRAIN. Default
+                                ::INDUCT_SPLIT_EVAL. */
+    uint32_t curve_groups; /**< The first `curve_groups` groups are evaluated at every
+                                position and their mean loss-by-position curve is returned
+                                (≤ n_groups); the others only at the two bands. Default 0. */
+    uint32_t reserved0;    /**< Must be 0. */
+} induct_icl_groups_config;
+
+/**
+ * @brief Write the defaults into a groups config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_icl_groups_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the struct's or
+ *         above 4096).
+ * @since 0.1 Thread-safe.
+ */
+INDUCT_API int induct_icl_groups_config_init(induct_icl_groups_config *cfg, size_t size);
+
+/**
+ * @brief Result of induct_analysis_icl_groups(). An output struct: the caller sets
+ * `size`; the library fills the fields that fit. @since 0.1
+ */
+typedef struct induct_icl_estimate {
+    size_t size;         /**< `sizeof(induct_icl_estimate)` as the caller compiled it. */
+    double icl;          /**< Band estimate: the mean of the groups' band ICL scores (nats). */
+    double icl_se;       /**< Its standard error by batch means; NaN for one group. */
+    double icl_token;    /**< Single-token estimate: mean of the groups' L[late−1] − L[early−1]. */
+    double icl_token_se; /**< Its standard error by batch means; NaN for one group. */
+    uint32_t n_groups;   /**< Groups evaluated. */
+    uint32_t per_group;  /**< Windows per group. */
+} induct_icl_estimate;
+
+/**
+ * @brief The ICL score of a model over groups of evaluation windows, with standard
+ * errors by batch means (ICL paper, "Key Concepts"; the estimator and the grouping are
+ * ours: docs/analysis.md, "Standard errors").
+ *
+ * For each group g the loss-by-position curve of its `per_group` windows is computed as
+ * induct_analysis_loss_vectors() computes its average (ablations in force apply) — at
+ * every context index for the first `curve_groups` groups, at the two bands only
+ * (induct_eval_config.positions) for the others, which gives the same bits at the
+ * bands — and its band score (induct_analysis_icl_band()) and single-token score are
+ * taken. The estimates are the means of the group scores, their standard errors by
+ * batch means (induct_analysis_batch_means()); the mean of the group band scores equals
+ * the band score of all windows' average curve. Figures measured on the same groups
+ * (two models, an ablation) compare with induct_analysis_paired_difference() on
+ * `group_icl_out`.
+ * @param model   The model; weights and ablations are not changed.
+ * @param dataset Source of the windows; its vocabulary must fit the model's.
+ * @param cfg     Settings; NULL means the defaults.
+ * @param[out] out The estimates (not NULL; `out->size` set by the caller).
+ * @param group_icl_out `[n_groups]` the groups' band scores (nats), or NULL with
+ *                      `group_cap` 0.
+ * @param group_cap Capacity of `group_icl_out` in doubles.
+ * @param curve_out `[seq_len − 1]` the mean loss-by-position curve of the first
+ *                  `curve_groups` groups (nats; each group's float curve averaged in
+ *                  double), or NULL with `curve_cap` 0; needs `curve_groups` ≥ 1.
+ * @param curve_cap Capacity of `curve_out` in doubles.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or out; a zero count; a NULL
+ *         buffer with capacity; `curve_out` without `curve_groups` or the reverse;
+ *         `curve_groups` > n_groups; bad early/late; reserved0 ≠ 0);
+ *         ::INDUCT_ERANGE (seq_len outside [2, n_ctx], a band outside the context);
+ *         ::INDUCT_EBUFSIZE; ::INDUCT_EABI; ::INDUCT_EINTERRUPTED
+ *         (induct_model_interrupt() between two groups); the errors of
+ *         induct_analysis_loss_vectors(). `out` and the buffers are written only on
+ *         success.
+ * @since 0.1 One thread per model.
+ */
+INDUCT_API int induct_analysis_icl_groups(induct_model *model, const induct_dataset *dataset,
+                                          const induct_icl_groups_config *cfg,
+                                          induct_icl_estimate *out, double *group_icl_out,
+                                          size_t group_cap, double *curve_out,
+                                          size_t curve_cap);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */

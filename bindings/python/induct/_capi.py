@@ -227,6 +227,23 @@ class PhaseConfig(_Sized):
     ]
 
 
+class IclGroupsConfig(_Sized):
+    _init_fn = "induct_icl_groups_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("n_groups", c_uint32), ("per_group", c_uint32),
+        ("seq_len", c_uint32), ("chunk", c_uint32), ("early", c_uint32), ("late", c_uint32),
+        ("band", c_uint32), ("split", c_uint32), ("curve_groups", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+class IclEstimate(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("icl", c_double), ("icl_se", c_double), ("icl_token", c_double),
+        ("icl_token_se", c_double), ("n_groups", c_uint32), ("per_group", c_uint32),
+    ]
+
+
 class ClassifyConfig(_Sized):
     _init_fn = "induct_classify_config_init"
     _fields_ = [
@@ -278,6 +295,7 @@ STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_train_config": TrainConfig, "induct_progress": Progress,
            "induct_eval_config": EvalConfig, "induct_probe_config": ProbeConfig,
            "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
+           "induct_icl_groups_config": IclGroupsConfig, "induct_icl_estimate": IclEstimate,
            "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
            "induct_token_file_config": TokenFileConfig,
            "induct_generate_config": GenerateConfig, "induct_hook": Hook,
@@ -399,6 +417,14 @@ FUNCTIONS = [
     ("induct_phase_config_init", [POINTER(PhaseConfig), c_size_t], c_int),
     ("induct_analysis_phase_window", [c_double_p, c_double_p, c_size_t, POINTER(PhaseConfig),
                                       c_double_p, c_double_p, c_uint32_p], c_int),
+    ("induct_analysis_batch_means", [c_double_p, c_size_t, c_double_p, c_double_p], c_int),
+    ("induct_analysis_paired_difference", [c_double_p, c_double_p, c_size_t, c_double_p,
+                                           c_double_p], c_int),
+    ("induct_analysis_icl_band", [c_float_p, c_size_t, c_uint32, c_uint32, c_uint32,
+                                  c_double_p], c_int),
+    ("induct_icl_groups_config_init", [POINTER(IclGroupsConfig), c_size_t], c_int),
+    ("induct_analysis_icl_groups", [P, P, POINTER(IclGroupsConfig), POINTER(IclEstimate),
+                                    c_double_p, c_size_t, c_double_p, c_size_t], c_int),
     ("induct_classify_config_init", [POINTER(ClassifyConfig), c_size_t], c_int),
     ("induct_analysis_classify_heads", [c_float_p, c_float_p, c_float_p, c_float_p, c_size_t,
                                         POINTER(ClassifyConfig), c_uint32_p, c_size_t,

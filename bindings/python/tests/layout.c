@@ -61,6 +61,15 @@ int main(void) {
     BEGIN();
     F(size); F(lo_frac); F(hi_frac); F(min_change); F(smooth); F(reserved0);
 #undef S
+#define S induct_icl_groups_config
+    BEGIN();
+    F(size); F(n_groups); F(per_group); F(seq_len); F(chunk); F(early); F(late); F(band);
+    F(split); F(curve_groups); F(reserved0);
+#undef S
+#define S induct_icl_estimate
+    BEGIN();
+    F(size); F(icl); F(icl_se); F(icl_token); F(icl_token_se); F(n_groups); F(per_group);
+#undef S
 #define S induct_classify_config
     BEGIN();
     F(size); F(previous_token); F(induction); F(duplicate); F(copying);
