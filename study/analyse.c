@@ -60,6 +60,7 @@ static void help(FILE *f) {
         "                        head classes (library defaults)\n"
         "  --threads N           OpenMP threads (%u; the bits do not depend on it)\n"
         "  --check               check the flags only\n"
+        "  -h, --help            this help\n"
         "Exit status: 0 written, 1 failed (or DIR not trained), 2 bad input.\n",
         DEFAULTS.icl_windows, DEFAULTS.icl_groups, DEFAULTS.ablation_windows,
         DEFAULTS.window_windows, DEFAULTS.smooth, DEFAULTS.threads);

@@ -167,15 +167,14 @@ def task(argv):
 def check_stages(build, train, analyse):
     """The flags and the data, checked by the stages themselves (their messages, exit 2
     or 1) before anything runs; the data's facts for the header."""
+    r = subprocess.run([exe(build, "study-analyse"), "--check"] + analyse)
+    if r.returncode != 0:
+        sys.exit(r.returncode)
     r = subprocess.run([exe(build, "study-train"), "--check"] + train, stdout=subprocess.PIPE,
                        text=True)
     if r.returncode != 0:
         sys.exit(r.returncode)
-    facts = json.loads(r.stdout)
-    r = subprocess.run([exe(build, "study-analyse"), "--check"] + analyse)
-    if r.returncode != 0:
-        sys.exit(r.returncode)
-    return facts
+    return json.loads(r.stdout)
 
 
 def header(plan, facts, train, d, estimate_line):
@@ -264,11 +263,14 @@ class Monitor(threading.Thread):
     def poll(self):
         for m in self.plan["order"]:
             rd = os.path.join(self.d, m)
-            try:
-                with open(os.path.join(rd, "metrics.jsonl"), encoding="utf-8") as f:
-                    lines = f.read().split("\n")[:-1]  # complete lines only
-            except FileNotFoundError:
-                lines = []
+            log = os.path.join(rd, "metrics.jsonl")
+            lines = []
+            if os.path.isfile(log):  # a regular file only: never open a pipe or a device
+                try:
+                    with open(log, encoding="utf-8") as f:
+                        lines = f.read().split("\n")[:-1]  # complete lines only
+                except OSError:
+                    pass
             if len(lines) < self.seen[m]:  # cut back on a resume
                 self.seen[m] = len(lines)
             for line in lines[self.seen[m]:]:

@@ -51,6 +51,7 @@ static void help(FILE *f) {
                "Trains one model of a study into DIR, resumably (docs/study.md).\n\n");
     run_flags_usage(f);
     fprintf(f, "run:       --out DIR  --threads N (1; OpenMP threads, the bits do not depend on it)\n"
+               "           -h, --help  this help\n"
                "Exit status: 0 trained (or already complete), 1 failed, 2 bad input, 130 stopped\n"
                "(SIGINT/SIGTERM; the same command continues from the last evaluation).\n");
 }
@@ -107,7 +108,8 @@ static char *step_file(const char *dir, const char *prefix, uint64_t step) {
     return run_path(dir, name);
 }
 
-/* Remove DIR/<prefix><S>.safetensors for every S > keep (and every S when keep < 0). */
+/* Remove DIR/<prefix><S>.safetensors for every S > keep (and every S when keep < 0),
+ * and the temporary files of atomic writes a kill left behind ("<file>.tmp.<pid>..."). */
 static void remove_after(const char *dir, const char *prefix, long long keep) {
     DIR *d = opendir(dir);
     if (!d) return;
@@ -115,6 +117,13 @@ static void remove_after(const char *dir, const char *prefix, long long keep) {
     struct dirent *e;
     while ((e = readdir(d))) {
         char *end = NULL;
+        if (strstr(e->d_name, ".safetensors.tmp.") || strstr(e->d_name, ".json.tmp.") ||
+            strstr(e->d_name, ".jsonl.tmp.")) {
+            char *p = run_path(dir, e->d_name);
+            unlink(p);
+            free(p);
+            continue;
+        }
         if (strncmp(e->d_name, prefix, n) || e->d_name[n] < '0' || e->d_name[n] > '9') continue;
         unsigned long long s = strtoull(e->d_name + n, &end, 10);
         if (strcmp(end, ".safetensors") || (keep >= 0 && s <= (unsigned long long)keep)) continue;
@@ -138,6 +147,7 @@ static int cut_metrics(const char *path, uint64_t keep) {
         if (!nl) break; /* a line cut off by a kill */
         *nl = 0;
         cJSON *rec = cJSON_Parse(line);
+        *nl = '\n';
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "step");
         int here = cJSON_IsNumber(st) && st->valuedouble == (double)keep;
         int before = cJSON_IsNumber(st) && st->valuedouble < (double)keep;
@@ -248,10 +258,18 @@ static uint64_t resume_step(run *r, induct_model **m, induct_optimizer **opt) {
 static void check_config(const options *o, const char *dir) {
     char *p = run_path(dir, "config.json");
     cJSON *want = run_config_json(&o->c);
+    /* compared as read back (exact numbers are written as raw text) */
+    char *text = cJSON_Print(want);
+    cJSON *want_read = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!want_read) {
+        fprintf(stderr, "study-train: out of memory\n");
+        exit(CLI_EXIT_FAILED);
+    }
     cJSON *have = run_read_json(p);
     if (have) {
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(have, "settings");
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(want, "settings");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(want_read, "settings");
         if (!cJSON_Compare(a, b, 1)) {
             const cJSON *x;
             cJSON_ArrayForEach(x, b) {
@@ -267,6 +285,7 @@ static void check_config(const options *o, const char *dir) {
     }
     cJSON_Delete(have);
     cJSON_Delete(want);
+    cJSON_Delete(want_read);
     free(p);
 }
 

@@ -1,15 +1,19 @@
-"""phase-change (examples/phase_change.c) and its plot script, on tiny runs.
+"""The main job on its stages (study/runner.py: study-train and study-analyse per model,
+study/report.py) and its plot script, on tiny runs.
 
 The values are checked against independent recomputations from the run's own metrics
 log (window tokens, fractions, the bump rule, the decision rules of the checks), not
-against stored numbers. Environment (set by tests/meson.build): PHASE_CHANGE (the
-executable), PLOT_PHASE_CHANGE (the script), INDUCT_BUILD_DIR (the meson build root).
+against stored numbers. Environment (set by tests/meson.build): STUDY_RUNNER and
+STUDY_REPORT (the scripts), STUDY_TRAIN and STUDY_ANALYSE (the stage programs),
+PLOT_PHASE_CHANGE (the plot script), INDUCT_BUILD_DIR (the meson build root).
 """
 import json
 import math
 import os
 import random
 import re
+import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -17,7 +21,10 @@ import sys
 import numpy as np
 import pytest
 
-EXE = os.environ["PHASE_CHANGE"]
+RUNNER = os.environ["STUDY_RUNNER"]
+REPORT = os.environ["STUDY_REPORT"]
+TRAIN = os.environ["STUDY_TRAIN"]
+ANALYSE = os.environ["STUDY_ANALYSE"]
 PLOT = os.environ["PLOT_PHASE_CHANGE"]
 BUILD = os.environ["INDUCT_BUILD_DIR"]
 
@@ -33,7 +40,8 @@ CHECKS = ["two_layer_phase_change", "one_layer_no_phase_change",
 
 
 def run(args, **kw):
-    return subprocess.run([EXE] + args, capture_output=True, text=True, **kw)
+    return subprocess.run([sys.executable, RUNNER, "--build", BUILD] + args, capture_output=True,
+                          text=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +91,26 @@ def test_jobs_do_not_change_results(runs):
         a = open(os.path.join(d1, name, "final.safetensors"), "rb").read()
         b = open(os.path.join(d2, name, "final.safetensors"), "rb").read()
         assert a == b, name
-    # with 2 workers, a worker that runs out of models gives its core to a model still
-    # training (whether one still is depends on timing; the bits must not: the weights
-    # above are equal either way, and the 1-worker run never has a spare core)
+    # each model is its own process on --threads threads, whatever --jobs; the summaries
+    # are the same but for wall-clock timings and the recorded --jobs
+    sums = []
     for jobs, (d, _) in runs.items():
         s = json.load(open(os.path.join(d, "summary.json")))
-        threads = [m["threads_at_end"] for m in s["models"].values()]
-        assert set(threads) <= ({1} if jobs == 1 else {1, 2}), (jobs, threads)
+        assert [m["threads_at_end"] for m in s["models"].values()] == [1, 1, 1]
+        assert s["config"]["run"]["jobs"] == jobs
+        sums.append(strip_timings(s))
+    assert sums[0] == sums[1]
+
+
+TIMINGS = {"wall_seconds", "tokens_per_second", "seconds", "large_evaluation_seconds", "jobs"}
+
+
+def strip_timings(x):
+    if isinstance(x, dict):
+        return {k: strip_timings(v) for k, v in x.items() if k not in TIMINGS}
+    if isinstance(x, list):
+        return [strip_timings(v) for v in x]
+    return x
 
 
 def test_same_training_without_the_program(runs, corpus, tmp_path):
@@ -255,6 +276,24 @@ def test_outputs_complete_and_finite(runs):
         # the per-model log is the merged one without the "model" key
         own = [json.loads(l) for l in open(os.path.join(d, name, "metrics.jsonl")) if l.strip()]
         assert [dict(x, model=name) for x in own] == mine
+        # the run directory (docs/study.md): the weights of every evaluation, the marker
+        # of a complete training, no resume point left, the analysis
+        for x in own:
+            assert os.path.getsize(os.path.join(d, name, "weights",
+                                                f"step-{x['step']}.safetensors")) > 0
+        t = json.load(open(os.path.join(d, name, "train.json")))
+        assert t["complete"] is True and t["steps"] == 6 and t["model"] == name
+        assert not os.path.exists(os.path.join(d, name, "resume.safetensors"))
+        a = json.load(open(os.path.join(d, name, "analysis.json")))
+        summ = {k: v for k, v in s["models"][name].items() if k != "pca_trajectory"}
+        assert list(a["model"]) == list(summ)
+        # the analysis holds every double exactly; summary.json as cJSON prints them
+        ours, theirs = dict(walk_numbers(a["model"])), dict(walk_numbers(summ))
+        assert set(ours) == set(theirs)
+        for k, v in ours.items():
+            assert theirs[k] == pytest.approx(v, rel=1e-14, abs=1e-300), k
+        cfg = json.load(open(os.path.join(d, name, "config.json")))
+        assert cfg["settings"]["model"] == name and cfg["settings"]["d_model"] == 8
     md = open(os.path.join(d, "summary.md")).read()
     assert "## Checks" in md and all(f"## {n} " in md for n in MODELS)
     assert "## Checks" in r.stdout and d in r.stdout and "plot_phase_change.py" in r.stdout
@@ -735,7 +774,8 @@ def synthetic():
 def judge(tmp_path, models):
     p = tmp_path / "summary.json"
     p.write_text(json.dumps({"models": models}))
-    r = subprocess.run([EXE, "--judge", str(p)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     statuses = {k: v["status"] for k, v in out["checks"].items()}
@@ -814,5 +854,162 @@ def test_judge_without_control_or_models(tmp_path):
     assert got["two_layer_phase_change"] == "fail" and got["one_layer_no_phase_change"] == "not_run"
     p = tmp_path / "bad.json"
     p.write_text("{}")
-    r = subprocess.run([EXE, "--judge", str(p)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                       capture_output=True, text=True)
     assert r.returncode == 2 and "models" in r.stderr
+
+
+# ---- the stages on their own: resumable training, refused mixes, MLP models ----
+
+STAGE_TRAIN = ["--d-model", "8", "--heads", "1", "--batch", "1", "--eval-batch", "4",
+               "--block-tokens", "4096", "--warmup", "2"]
+STAGE_ANALYSE = ["--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32",
+                 "--window-windows", "48"]
+
+
+def train(corpus, d, *args, **kw):
+    return subprocess.run([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + list(args),
+                          capture_output=True, text=True, **kw)
+
+
+def records_text(d):
+    with open(os.path.join(d, "metrics.jsonl")) as f:
+        return strip_timing(f.read())
+
+
+def test_train_killed_anywhere_resumes_bit_identical(corpus, tmp_path):
+    """study-train killed (SIGKILL) in the middle of a run, a record half-written after
+    it, and started again with the same command ends with the weights, optimizer state,
+    kept weights and metrics records of an uninterrupted run (elapsed time aside)."""
+    args = ["--model", "2L", "--steps", "120", "--eval-every", "2", "--snapshots", "3",
+            "--schedule", "cosine"]
+    ref = str(tmp_path / "ref")
+    r = train(corpus, ref, *args)
+    assert r.returncode == 0, r.stderr
+    for kill_after in (3, 17):
+        d = str(tmp_path / f"killed{kill_after}")
+        p = subprocess.Popen([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + args,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = os.path.join(d, "metrics.jsonl")
+        while p.poll() is None:
+            if os.path.exists(log) and open(log).read().count("\n") >= kill_after:
+                p.kill()
+                break
+        p.wait()
+        assert not os.path.exists(os.path.join(d, "train.json")), "finished before the kill"
+        with open(log, "a") as f:  # a record cut off by the kill
+            f.write('{"step":999,"tokens":')
+        r = train(corpus, d, *args)
+        assert r.returncode == 0, r.stderr
+        assert "resuming at step" in r.stdout or kill_after <= 3, r.stdout
+        assert records_text(d) == records_text(ref)
+        for f in ["final.safetensors"] + [f"ckpt-{s}.safetensors" for s in (0, 40, 80, 120)]:
+            assert open(os.path.join(d, f), "rb").read() == \
+                open(os.path.join(ref, f), "rb").read(), f
+        assert sorted(os.listdir(os.path.join(d, "weights"))) == \
+            sorted(os.listdir(os.path.join(ref, "weights")))
+        for f in os.listdir(os.path.join(ref, "weights")):
+            assert open(os.path.join(d, "weights", f), "rb").read() == \
+                open(os.path.join(ref, "weights", f), "rb").read(), f
+        assert not os.path.exists(os.path.join(d, "resume.safetensors"))
+
+
+def test_train_stopped_by_sigterm_continues(corpus, tmp_path):
+    """SIGTERM stops between two steps with exit status 130; the same command continues
+    from the last evaluation to the same final bits."""
+    args = ["--model", "1L", "--steps", "200", "--eval-every", "2"]
+    ref, d = str(tmp_path / "ref"), str(tmp_path / "stopped")
+    assert train(corpus, ref, *args).returncode == 0
+    p = subprocess.Popen([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + args,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = os.path.join(d, "metrics.jsonl")
+    while p.poll() is None:
+        if os.path.exists(log) and open(log).read().count("\n") >= 5:
+            p.send_signal(signal.SIGTERM)
+            break
+    err = p.communicate()[1]
+    assert p.returncode == 130 and "continues from the last evaluation" in err, err
+    r = train(corpus, d, *args)
+    assert r.returncode == 0 and "resuming at step" in r.stdout, r.stdout + r.stderr
+    assert records_text(d) == records_text(ref)
+    assert open(os.path.join(d, "final.safetensors"), "rb").read() == \
+        open(os.path.join(ref, "final.safetensors"), "rb").read()
+    # trained: the same command again does nothing
+    before = os.path.getmtime(os.path.join(d, "final.safetensors"))
+    r = train(corpus, d, *args)
+    assert r.returncode == 0 and "already trained" in r.stdout
+    assert os.path.getmtime(os.path.join(d, "final.safetensors")) == before
+    # other settings in the same directory are refused, nothing touched
+    r = train(corpus, d, "--model", "1L", "--steps", "200", "--eval-every", "2", "--lr", "0.02")
+    assert r.returncode == 2 and "other settings (lr differs)" in r.stderr, r.stderr
+    assert os.path.getmtime(os.path.join(d, "final.safetensors")) == before
+
+
+def test_analyse_refuses_what_is_not_a_trained_run(corpus, tmp_path):
+    d = str(tmp_path / "x")
+    os.makedirs(d)
+    r = subprocess.run([ANALYSE, "--out", d], capture_output=True, text=True)
+    assert r.returncode == 1 and "not a run directory of study-train" in r.stderr
+    # a run without its completion marker
+    assert train(corpus, d, "--model", "1L", "--steps", "4", "--eval-every", "2").returncode == 0
+    os.unlink(os.path.join(d, "train.json"))
+    r = subprocess.run([ANALYSE, "--out", d], capture_output=True, text=True)
+    assert r.returncode == 1 and "not trained to the end" in r.stderr
+    assert not os.path.exists(os.path.join(d, "analysis.json"))
+    r = subprocess.run([ANALYSE, "--out", d, "--smooth", "4"], capture_output=True, text=True)
+    assert r.returncode == 2 and "odd" in r.stderr and "usage:" in r.stderr
+
+
+def test_mlp_model_and_every_layer(corpus, tmp_path):
+    """An MLP model (<n>L-mlp: GELU MLPs of 4 d_model) trains and is analysed; the
+    any-layer fields find the head of largest prefix matching in every layer."""
+    d = str(tmp_path / "mlp")
+    r = train(corpus, d, "--model", "3L-mlp", "--steps", "4", "--eval-every", "2",
+              "--heads", "2")
+    assert r.returncode == 0, r.stderr
+    assert read_safetensors(os.path.join(d, "final.safetensors"),
+                            "blocks.2.mlp.W_in").shape == (8, 32)
+    r = subprocess.run([ANALYSE, "--out", d] + STAGE_ANALYSE, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = json.load(open(os.path.join(d, "analysis.json")))
+    assert a["model"]["n_layers"] == 3 and a["config"]["model"]["d_mlp"] == 32
+    recs = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    pm = np.asarray(recs[-1]["prefix_matching_score"])  # [3][2]
+    l, h = np.unravel_index(pm.argmax(), pm.shape)
+    anyl = a["any_layer"]
+    assert anyl["pm_head"]["head"] == f"{l}.{h}" and anyl["pm_head"]["layer"] == l
+    assert anyl["pm_after"] == pytest.approx(pm.max(), abs=1e-7)
+    # the model's own pm_head stays the last layer's
+    assert a["model"]["pm_head"]["head"].startswith("2.")
+    for x in anyl["induction_heads"]:
+        assert x["relative_depth"] == pytest.approx((x["layer"] + 1) / 3)
+    bad = train(corpus, str(tmp_path / "bad"), "--model", "2L-mlpx", "--steps", "4")
+    assert bad.returncode == 2 and "is not <n>L" in bad.stderr
+
+
+def test_runner_reports_failed_model_and_resumes(corpus, runs, tmp_path):
+    """A model that fails is named with its log and the runner exits 1; the same command
+    runs it again (and only it), and the report is the one of an uninterrupted study."""
+    d = str(tmp_path / "study")
+    # a run directory of other settings makes 1L's training refuse to start
+    r = train(corpus, os.path.join(d, "1L"), "--model", "1L", "--steps", "4", "--eval-every",
+              "2", "--lr", "0.5")
+    assert r.returncode == 0, r.stderr
+    args = ["--text", corpus, "--out", d, "--models", ",".join(MODELS)] + TINY
+    r = run(args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "model 1L failed" in r.stderr and os.path.join(d, "1L", "log.txt") in r.stderr
+    assert "other settings" in open(os.path.join(d, "1L", "log.txt")).read()
+    assert not os.path.exists(os.path.join(d, "summary.json"))
+    done = {m: os.path.getmtime(os.path.join(d, m, "analysis.json")) for m in ("2L", "1L-smeared")}
+    shutil.rmtree(os.path.join(d, "1L"))
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for m, t in done.items():  # finished models were not run again
+        assert os.path.getmtime(os.path.join(d, m, "analysis.json")) == t
+    ref = json.load(open(os.path.join(runs[2][0], "summary.json")))
+    got = json.load(open(os.path.join(d, "summary.json")))
+    assert strip_timings(got) == strip_timings(ref)
+    # another plan in the same directory is refused
+    r = run(args + ["--steps", "8"])
+    assert r.returncode == 2 and "another plan" in r.stderr
