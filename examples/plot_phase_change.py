@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Figures of a phase-change run (examples/phase_change.c, docs/phase-change.md).
+"""Figures of a phase-change run (the main job's study directory: study/report.py wrote
+its summary; docs/phase-change.md).
 
 Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
                                                       [--tokenizer SPM_MODEL]
@@ -81,7 +82,7 @@ def main():
     ev = summary["config"]["evaluation"]
 
     def band_icl(rec, ev):
-        """The run's ICL estimator (phase_change.c, band_icl) from the logged curve."""
+        """The run's ICL estimator (induct_analysis_icl_band) from the logged curve."""
         lbp, w = rec.get("loss_by_position"), int(ev.get("icl_band", 0))
         if not lbp:
             return math.nan
