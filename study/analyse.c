@@ -907,7 +907,12 @@ int main(int argc, char **argv) {
     x.o = DEFAULTS;
     cli_init("study-analyse", "--out DIR [options]", help);
     cli_parse(argc, argv, longopts, on_option, &x.o);
-    if (x.o.check) return 0;
+    if (x.o.check) { /* the settings, for the runner's estimate */
+        printf("{\"icl_windows\": %u, \"icl_groups\": %u, \"ablation_windows\": %u, "
+               "\"window_windows\": %u}\n", x.o.icl_windows, x.o.icl_groups,
+               x.o.ablation_windows, x.o.window_windows);
+        return 0;
+    }
     if (!x.o.out) cli_usage_error("give --out DIR (a run directory of study-train)");
     const char *dir = x.o.out;
     double t0 = cli_now();

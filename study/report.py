@@ -324,8 +324,9 @@ def model_section(m, name, batch, T, E):
     w, hd, ab = m["window"], m["heads"], m["ablation"]
     nan = float("nan")
     f = lambda x: nan if x is None else x  # noqa: E731
-    out = ["## %s (%u layer%s%s)\n\n" % (name, L, "s" if L > 1 else "",
-                                         ", smeared keys" if smeared else "")]
+    mlp = ", MLPs" if "-mlp" in name else ""  # (the main job's models have none)
+    out = ["## %s (%u layer%s%s%s)\n\n" % (name, L, "s" if L > 1 else "", mlp,
+                                           ", smeared keys" if smeared else "")]
     add = out.append
     add("| measure | ours | ICL paper (Olsson et al. 2022) | Hoogland et al. 2024 (2 layers, "
         "d_model 256, BPE-5000) |\n|---|---|---|---|\n")

@@ -40,7 +40,7 @@ ROOT = os.path.dirname(HERE)
 SWEEP = os.path.join(ROOT, "scripts", "induct-sweep")
 STUDY_FORMAT = "libinduct study 1"
 DEFAULT_MODELS = "2L,1L,1L-smeared"
-DEFAULT_STEPS, DEFAULT_STEPS_1L = 3000, 2000
+DEFAULT_STEPS_1L = 2000  # the 1-layer models' budget (or --steps when smaller)
 # the runner's flags (with a value, and without), study-analyse's, and both stages'
 RUNNER_VALUE = {"--out", "--models", "--steps-1l", "--jobs", "--via", "--build"}
 RUNNER_BOOL = {"--no-estimate", "--submit", "--no-report", "--help", "-h"}
@@ -166,20 +166,21 @@ def task(argv):
 
 def check_stages(build, train, analyse):
     """The flags and the data, checked by the stages themselves (their messages, exit 2
-    or 1) before anything runs; the data's facts for the header."""
-    r = subprocess.run([exe(build, "study-analyse"), "--check"] + analyse)
+    or 1) before anything runs; the settings they resolved and the data's facts."""
+    r = subprocess.run([exe(build, "study-analyse"), "--check"] + analyse,
+                       stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(r.returncode)
+    analysis = json.loads(r.stdout)
     r = subprocess.run([exe(build, "study-train"), "--check"] + train, stdout=subprocess.PIPE,
                        text=True)
     if r.returncode != 0:
         sys.exit(r.returncode)
-    return json.loads(r.stdout)
+    return dict(json.loads(r.stdout), analysis=analysis)
 
 
-def header(plan, facts, train, d, estimate_line):
-    g = lambda flag, default: last_value(train, flag, default)  # noqa: E731
-    batch, T = int(g("--batch", "8")), int(g("--seq-len", "512"))
+def header(plan, facts, d, estimate_line):
+    batch, T = facts["batch"], facts["seq_len"]
     steps, steps_1l = plan["steps"], plan["steps_1l"]
     tok = lambda s: s * batch * T / 1e6  # noqa: E731
     total = sum(plan["model_steps"][m] * batch * T for m in plan["models"]) / 1e6
@@ -208,12 +209,13 @@ def header(plan, facts, train, d, estimate_line):
     print("\n".join(lines), flush=True)
 
 
-def estimate(build, plan, train, analyse_windows):
+def estimate(build, plan, train, facts):
     """Two timed training steps of each model; a model's run = steps x (a step + its share
     of the evaluations, a forward pass being about a third of a step per token) plus its
     analysis, the models laid on --jobs slots in training order. Rough."""
-    g = lambda flag, default: int(last_value(train, flag, default))  # noqa: E731
-    batch, every, E = g("--batch", "8"), g("--eval-every", "250"), g("--eval-batch", "256")
+    batch, every, E = facts["batch"], facts["eval_every"], facts["eval_batch"]
+    an = facts["analysis"]
+    big, abl, win = an["icl_windows"], an["ablation_windows"], an["window_windows"]
     slots, first = [0.0] * min(plan["jobs"], len(plan["models"])), None
     for m in plan["order"]:
         r = subprocess.run([exe(build, "study-train"), "--time-step", "--model", m] + train,
@@ -224,8 +226,7 @@ def estimate(build, plan, train, analyse_windows):
         first = first if first is not None else (m, t)
         s = plan["model_steps"][m]
         run = s * t * (1.0 + E / (3.0 * batch * every))
-        heads = layers_of(m) * g("--heads", "2")
-        big, abl, win = analyse_windows
+        heads = layers_of(m) * facts["heads"]
         run += t * (2.0 * big + 2.0 * (heads + 2.0) * abl) / (3.0 * batch)
         run += t * 0.5 * (s // every + 2) * win / (3.0 * batch)
         k = min(range(len(slots)), key=lambda i: slots[i])
@@ -314,7 +315,7 @@ def study(argv):
     if via not in ("local", "parallel", "slurm", "mpirun"):
         usage_error(f"--via must be one of local, parallel, slurm, mpirun, got '{via}'")
     facts = check_stages(build, train, analyse)
-    steps = int(last_value(train, "--steps", str(DEFAULT_STEPS)))
+    steps = facts["steps"]
     steps_1l = uint("--steps-1l", opt["--steps-1l"], 1, 10**12) if "--steps-1l" in opt \
         else min(DEFAULT_STEPS_1L, steps)
     model_steps = {m: steps_1l if layers_of(m) == 1 else steps for m in models}
@@ -336,17 +337,14 @@ def study(argv):
                         f"--out, or the same flags as before")
     write_json(sp, plan)
     tasks = os.path.join(d, "tasks.jsonl")
-    seed = int(last_value(train, "--seed", "0"))
+    seed = int(facts["seed"])
     with open(tasks, "w", encoding="utf-8") as f:
         for m in plan["order"]:
             f.write(json.dumps({"name": m, "seed": seed,
                                 "args": ["--model", m, "--steps", str(model_steps[m])]}) + "\n")
-    win = int(last_value(analyse, "--window-windows", "3072"))
-    big = int(last_value(analyse, "--icl-windows", "8192"))
-    abl = int(last_value(analyse, "--ablation-windows", "512"))
     est = None if opt.get("--no-estimate") or via == "slurm" else \
-        estimate(build, plan, train, (big, abl, win))
-    header(plan, facts, train, d, est)
+        estimate(build, plan, train, facts)
+    header(plan, facts, d, est)
 
     cmd = [sys.executable, os.path.abspath(__file__), "task", "--out", "{out}", "--build",
            build] + analyse + ["--train"] + train

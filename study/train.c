@@ -307,6 +307,9 @@ static void print_facts(const run_config *c, const induct_dataset *d, uint64_t n
     cJSON_AddNumberToObject(f, "eval_windows", (double)n_windows);
     cJSON_AddNumberToObject(f, "eval_batch", c->eval_batch);
     cJSON_AddNumberToObject(f, "d_vocab", induct_dataset_d_vocab(d));
+    cJSON_AddNumberToObject(f, "steps", (double)c->steps);
+    cJSON_AddNumberToObject(f, "batch", c->batch);
+    cJSON_AddNumberToObject(f, "seq_len", c->seq_len);
     cJSON_AddNumberToObject(f, "d_model", c->d_model);
     cJSON_AddNumberToObject(f, "heads", c->heads);
     cJSON_AddNumberToObject(f, "d_head", run_d_head(c));
