@@ -1013,3 +1013,34 @@ def test_runner_reports_failed_model_and_resumes(corpus, runs, tmp_path):
     # another plan in the same directory is refused
     r = run(args + ["--steps", "8"])
     assert r.returncode == 2 and "another plan" in r.stderr
+
+
+def test_report_numbers_are_cjsons():
+    """report.py writes every number as the C stages' printer (cJSON) does: for doubles of
+    every kind, its value equals what libcjson itself prints, read back."""
+    import ctypes
+    import ctypes.util
+    sys.path.insert(0, os.path.dirname(REPORT))
+    import report
+    lib = ctypes.CDLL(ctypes.util.find_library("cjson") or "libcjson.so.1")
+    lib.cJSON_CreateNumber.restype = ctypes.c_void_p
+    lib.cJSON_CreateNumber.argtypes = [ctypes.c_double]
+    lib.cJSON_PrintUnformatted.restype = ctypes.c_void_p
+    lib.cJSON_PrintUnformatted.argtypes = [ctypes.c_void_p]
+    lib.cJSON_Delete.argtypes = [ctypes.c_void_p]
+    lib.cJSON_free.argtypes = [ctypes.c_void_p]
+    rng = np.random.default_rng(5)
+    values = [0.0, -0.0, 1.0, -3.0, 0.1, 1 / 3, 2.0**31 - 1, 2.0**31, -2.0**31, 1e15, 1e16,
+              12288000.0, 4.2e-310, 0.005334594032981179, float(np.float32(4.93056869506836))]
+    values += list(rng.normal(size=300) * 10.0 ** rng.integers(-8, 12, size=300))
+    values += [float(np.float32(v)) for v in rng.normal(size=100)]
+    for v in values:
+        item = lib.cJSON_CreateNumber(v)
+        p = lib.cJSON_PrintUnformatted(item)
+        text = ctypes.string_at(p).decode()
+        lib.cJSON_free(p)
+        lib.cJSON_Delete(item)
+        want = json.loads(text)
+        got = report.cjson_value(v)
+        assert got == want and type(got) is type(want), (v, text, got)
+    assert report.cjson_value(float("nan")) is None and report.cjson_value(True) is True
