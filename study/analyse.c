@@ -28,20 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyse.h"
 #include "cli.h"
-#include "run_config.h"
 
 #define ANALYSIS_FORMAT "libinduct study analysis 1"
 /* Smallest change of a prefix-matching series that counts as a window (reported only;
  * the checks' rules are in study/checks.py). */
 #define PM_MIN_CHANGE 0.10
-
-typedef struct options {
-    const char *out;
-    uint32_t icl_windows, icl_groups, ablation_windows, window_windows, smooth, threads;
-    double thr_induction, thr_previous, thr_duplicate; /* NAN = the library's default */
-    int check;
-} options;
 
 static const options DEFAULTS = {NULL, 8192, 32, 512, 3072, 3, 1, NAN, NAN, NAN, 0};
 
@@ -91,28 +84,6 @@ static void on_option(const char *name, const char *v, void *ud) {
 
 /* ---- the run: settings, data, metrics ---- */
 
-typedef struct evalset {
-    const induct_dataset *d;
-    uint32_t groups, per;
-} evalset;
-
-typedef struct ctx {
-    options o;
-    run_config c;
-    cJSON *config_json;        /* owns c's strings */
-    const char *name;
-    uint32_t L, H, NH, T, E, early, late;
-    int icl_metric;            /* the driver logged icl_score (the same tokens) */
-    induct_dataset *d, *d_big, *d_abl, *d_win;
-    evalset big, abl, ps, win; /* win.d NULL: the window rule reads the per-step curve */
-    double pm_chance;
-    induct_model *m;           /* the final weights */
-    /* the metrics log, one entry per evaluation */
-    size_t n;
-    double *step, *loss, *icl_logged, *icl_token, *icl_band, *icl, *icl_se;
-    float *pm, *pt;            /* [n][NH] */
-} ctx;
-
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...) {
     va_list ap;
@@ -124,7 +95,7 @@ static void fail(const char *fmt, ...) {
     exit(CLI_EXIT_FAILED);
 }
 
-static void lib(int rc, const char *what) {
+void lib(int rc, const char *what) {
     if (rc) cli_lib_fail(rc, what);
 }
 
@@ -226,12 +197,7 @@ static void read_metrics(ctx *x, const char *dir) {
 
 /* ---- the statistics (the library's) ---- */
 
-typedef struct est {
-    induct_icl_estimate e;
-    double *groups; /* [e.n_groups] */
-} est;
-
-static est icl_groups(const ctx *x, induct_model *m, const evalset *s, double *curve) {
+est icl_groups(const ctx *x, induct_model *m, const evalset *s, double *curve) {
     induct_icl_groups_config g;
     induct_icl_groups_config_init(&g, sizeof g);
     g.n_groups = s->groups;
@@ -252,7 +218,7 @@ static est icl_groups(const ctx *x, induct_model *m, const evalset *s, double *c
     return r;
 }
 
-static void paired(const double *a, const double *b, size_t n, double *mean, double *se) {
+void paired(const double *a, const double *b, size_t n, double *mean, double *se) {
     lib(induct_analysis_paired_difference(a, b, n, mean, se), "a paired difference");
 }
 
@@ -264,7 +230,7 @@ static cJSON *double_list(const double *v, size_t n) {
     return a;
 }
 
-static cJSON *head_table(const float *v, uint32_t L, uint32_t H) {
+cJSON *head_table(const float *v, uint32_t L, uint32_t H) {
     cJSON *outer = cJSON_CreateArray();
     for (uint32_t l = 0; l < L; l++) {
         cJSON *row = cJSON_CreateArray();
@@ -274,18 +240,8 @@ static cJSON *head_table(const float *v, uint32_t L, uint32_t H) {
     return outer;
 }
 
-static void head_name(int idx, uint32_t H, char *buf, size_t cap) {
+void head_name(int idx, uint32_t H, char *buf, size_t cap) {
     snprintf(buf, cap, "%u.%u", (unsigned)(idx / (int)H), (unsigned)(idx % (int)H));
-}
-
-static void add_head_or_null(cJSON *o, const char *key, int idx, uint32_t H) {
-    char hn[32];
-    if (idx < 0) {
-        cJSON_AddNullToObject(o, key);
-        return;
-    }
-    head_name(idx, H, hn, sizeof hn);
-    cJSON_AddStringToObject(o, key, hn);
 }
 
 #define num run_add_num
@@ -421,17 +377,6 @@ static cJSON *bump_json(const ctx *x, int found, double ws, double we) {
     return bump;
 }
 
-/* The ICL estimate of the ablation evaluation with the heads idx[0..n) zero-ablated,
- * patterns preserved (pp) or not; the ablations are cleared again. */
-static est ablated(const ctx *x, const uint32_t *idx, uint32_t n, int pp) {
-    lib(induct_model_set_preserve_patterns(x->m, (uint32_t)pp), "preserving patterns");
-    for (uint32_t i = 0; i < n; i++)
-        lib(induct_model_ablate_head(x->m, idx[i] / x->H, idx[i] % x->H, INDUCT_ABLATE_ZERO),
-            "ablating a head");
-    est e = icl_groups(x, x->m, &x->abl, NULL);
-    lib(induct_model_clear_ablations(x->m), "clearing ablations");
-    return e;
-}
 
 /* ---- the analysis ---- */
 
@@ -590,140 +535,11 @@ static cJSON *analyse(ctx *x, const cJSON *train, cJSON *any, double *seconds_ou
     cJSON_AddItemToObject(ms, "pm_head", pm_head_json(x, &ph, 0));
     cJSON_AddItemToObject(ms, "bump", bump_json(x, (int)found, ws, we));
 
-    /* ---- heads at the final model ---- */
-    float *pt = run_xcalloc(NH, sizeof *pt), *pm = run_xcalloc(NH, sizeof *pm),
-          *dup = run_xcalloc(NH, sizeof *dup);
-    uint32_t *labels = run_xcalloc(NH, sizeof *labels);
-    size_t len;
-    induct_classify_config cc;
-    induct_classify_config_init(&cc, sizeof cc);
-    if (!isnan(x->o.thr_induction)) cc.induction = x->o.thr_induction;
-    if (!isnan(x->o.thr_previous)) cc.previous_token = x->o.thr_previous;
-    if (!isnan(x->o.thr_duplicate)) cc.duplicate = x->o.thr_duplicate;
-    induct_probe_config probe; /* the data's BOS, as the driver's prefix-matching metric */
-    lib(induct_probe_config_for_dataset(&probe, sizeof probe, x->d), "the probe");
-    lib(induct_analysis_previous_token_score(x->m, x->d, x->E, x->T, pt, NH, &len), "head scores");
-    lib(induct_analysis_prefix_matching(x->m, &probe, pm, NH, &len), "head scores");
-    lib(induct_analysis_duplicate_token(x->m, &probe, dup, NH, &len), "head scores");
-    lib(induct_analysis_classify_heads(pt, pm, dup, NULL, NH, &cc, labels, NH, &len), "head classes");
-    cJSON *hd = cJSON_AddObjectToObject(ms, "heads");
-    cJSON *ind = cJSON_AddArrayToObject(hd, "induction");
-    cJSON *prev = cJSON_AddArrayToObject(hd, "previous_token_heads");
-    cJSON *dupl = cJSON_AddArrayToObject(hd, "duplicate_token_heads");
-    cJSON *lab = cJSON_CreateArray();
-    static const char *const label_names[] = {"other", "previous_token", "induction", "duplicate"};
-    uint32_t n_induction = 0;
+    uint32_t *labels;
+    float *pm;
+    double t_ablation = analyse_heads(x, ms, ea.e.icl, &labels, &pm);
     char hn[32];
-    for (uint32_t l = 0; l < L; l++) {
-        cJSON *row = cJSON_CreateArray();
-        for (uint32_t h = 0; h < H; h++) {
-            uint32_t c = labels[l * H + h];
-            cJSON_AddItemToArray(row, cJSON_CreateString(c < 4 ? label_names[c] : "?"));
-            head_name((int)(l * H + h), H, hn, sizeof hn);
-            if (c == INDUCT_HEAD_INDUCTION) {
-                cJSON_AddItemToArray(ind, cJSON_CreateString(hn));
-                n_induction++;
-            }
-            if (c == INDUCT_HEAD_PREVIOUS_TOKEN) cJSON_AddItemToArray(prev, cJSON_CreateString(hn));
-            if (c == INDUCT_HEAD_DUPLICATE) cJSON_AddItemToArray(dupl, cJSON_CreateString(hn));
-        }
-        cJSON_AddItemToArray(lab, row);
-    }
-    cJSON_AddItemToObject(hd, "labels", lab);
-    cJSON_AddItemToObject(hd, "prefix_matching", head_table(pm, L, H));
-    cJSON_AddItemToObject(hd, "previous_token", head_table(pt, L, H));
-    cJSON_AddItemToObject(hd, "duplicate_token", head_table(dup, L, H));
-    cJSON *thr = cJSON_AddObjectToObject(hd, "thresholds");
-    num(thr, "previous_token", cc.previous_token);
-    num(thr, "induction", cc.induction);
-    num(thr, "duplicate", cc.duplicate);
-    cJSON_AddStringToObject(hd, "note", "classified without copying scores (the empirical "
-                                        "copying score mislabels induction heads)");
 
-    /* ---- ablation: the ICL score with one head, or all induction heads, zero-ablated;
-     * plain and pattern-preserving ---- */
-    float *dz = run_xcalloc(NH, sizeof *dz), *dpp = run_xcalloc(NH, sizeof *dpp);
-    float *dz_se = run_xcalloc(NH, sizeof *dz_se), *dpp_se = run_xcalloc(NH, sizeof *dpp_se);
-    double icl_clean = NAN, icl_clean_pp = NAN, icl_ind = NAN, icl_ind_pp = NAN;
-    double clean_se = NAN, clean_pp_se = NAN, rem_ind = NAN, rem_ind_se = NAN;
-    double t_abl = cli_now();
-    for (int pp = 0; pp < 2; pp++) {
-        float *delta = pp ? dpp : dz, *delta_se = pp ? dpp_se : dz_se;
-        est clean = ablated(x, NULL, 0, pp);
-        *(pp ? &icl_clean_pp : &icl_clean) = clean.e.icl;
-        *(pp ? &clean_pp_se : &clean_se) = clean.e.icl_se;
-        for (uint32_t i = 0; i < NH; i++) {
-            est v = ablated(x, &i, 1, pp);
-            double dm, dse;
-            paired(v.groups, clean.groups, clean.e.n_groups, &dm, &dse);
-            delta[i] = (float)dm;
-            delta_se[i] = (float)dse;
-            free(v.groups);
-        }
-        if (n_induction > 0) {
-            uint32_t *set = run_xcalloc(NH, sizeof *set), n = 0;
-            for (uint32_t i = 0; i < NH; i++)
-                if (labels[i] == INDUCT_HEAD_INDUCTION) set[n++] = i;
-            est v = ablated(x, set, n, pp);
-            free(set);
-            *(pp ? &icl_ind_pp : &icl_ind) = v.e.icl;
-            if (!pp) paired(v.groups, clean.groups, clean.e.n_groups, &rem_ind, &rem_ind_se);
-            free(v.groups);
-        }
-        free(clean.groups);
-    }
-    const double t_ablation = cli_now() - t_abl;
-    /* fractions of the model's final ICL score (the large evaluation), defined when it is
-     * negative (context helps) */
-    const double score = ea.e.icl;
-    const int defined = score < 0;
-    const double frac_ind = defined && n_induction ? (icl_ind - icl_clean) / -score : NAN;
-    const double frac_ind_pp = defined && n_induction ? (icl_ind_pp - icl_clean_pp) / -score : NAN;
-    /* the largest fraction one non-induction head removes, plainly and pattern-preserving */
-    double max_other = NAN, max_other_pp = NAN;
-    int max_head = -1, max_head_pp = -1;
-    for (uint32_t i = 0; i < NH && defined; i++) {
-        if (labels[i] == INDUCT_HEAD_INDUCTION) continue;
-        double f = (double)dz[i] / -score, fp = (double)dpp[i] / -score;
-        if (max_head < 0 || f > max_other) {
-            max_other = f;
-            max_head = (int)i;
-        }
-        if (max_head_pp < 0 || fp > max_other_pp) {
-            max_other_pp = fp;
-            max_head_pp = (int)i;
-        }
-    }
-    cJSON *ab = cJSON_AddObjectToObject(ms, "ablation");
-    num(ab, "icl_clean", icl_clean);
-    num(ab, "icl_clean_se", clean_se);
-    num(ab, "icl_clean_preserve_patterns", icl_clean_pp);
-    num(ab, "icl_clean_preserve_patterns_se", clean_pp_se);
-    cJSON_AddItemToObject(ab, "delta_icl_zero", head_table(dz, L, H));
-    cJSON_AddItemToObject(ab, "delta_icl_zero_se", head_table(dz_se, L, H));
-    cJSON_AddItemToObject(ab, "delta_icl_zero_preserve_patterns", head_table(dpp, L, H));
-    cJSON_AddItemToObject(ab, "delta_icl_zero_preserve_patterns_se", head_table(dpp_se, L, H));
-    num(ab, "removed_by_induction_heads", rem_ind);
-    num(ab, "removed_by_induction_heads_se", rem_ind_se);
-    num(ab, "seconds", t_ablation);
-    num(ab, "icl_induction_heads_ablated", icl_ind);
-    num(ab, "icl_induction_heads_ablated_preserve_patterns", icl_ind_pp);
-    num(ab, "fraction_removed_by_induction_heads", frac_ind);
-    num(ab, "fraction_removed_by_induction_heads_preserve_patterns", frac_ind_pp);
-    num(ab, "max_fraction_removed_by_other_head", max_other);
-    add_head_or_null(ab, "max_other_head", max_head, H);
-    num(ab, "max_fraction_removed_by_other_head_preserve_patterns", max_other_pp);
-    add_head_or_null(ab, "max_other_head_preserve_patterns", max_head_pp, H);
-    cJSON_AddStringToObject(ab, "fraction_rule",
-        "(icl_ablated - icl_clean) / -icl_after: the removal on the ablation evaluation "
-        "(paired), over the model's final ICL score (the large evaluation); defined when "
-        "icl_after < 0; 1 = all of the ICL score removed, 0 = none, negative = ablation "
-        "strengthens it; a single head's fraction is delta_icl_zero / -icl_after; every ICL "
-        "value here is the run's estimator "
-        "(config.evaluation.icl_band) on the ablation evaluation (config.evaluation."
-        "ablation_windows in groups); *_se are standard errors by batch means, of the "
-        "paired differences for the deltas and removed_by_induction_heads (nats)");
-    cJSON_AddStringToObject(ab, "unit", "nats (icl and delta); fractions are ratios");
 
     /* ---- every layer: where the induction heads are (the fields above read the last
      * layer, where a 2-layer attention-only model's induction head sits) ---- */
@@ -757,140 +573,9 @@ static cJSON *analyse(ctx *x, const cJSON *train, cJSON *any, double *seconds_ou
         "rules; induction_heads are the heads classified induction, with their layer and "
         "relative depth (layer + 1) / n_layers");
     *seconds_out = (x->win.d ? t_win : 0) + t_large + t_ablation;
-    free(pt);
     free(pm);
-    free(dup);
     free(labels);
-    free(dz);
-    free(dpp);
-    free(dz_se);
-    free(dpp_se);
     return ms;
-}
-
-/* ---- the run's configuration as the report states it ---- */
-
-static cJSON *config_json(const ctx *x) {
-    const run_config *c = &x->c;
-    cJSON *cfg = cJSON_CreateObject();
-    cJSON_AddStringToObject(cfg, "library_version", induct_version_string());
-    cJSON *data = cJSON_AddObjectToObject(cfg, "data");
-    if (c->text) {
-        cJSON_AddStringToObject(data, "kind", "text (bytes)");
-        cJSON_AddStringToObject(data, "path", c->text);
-        if (c->suffix) cJSON_AddStringToObject(data, "suffix", c->suffix);
-        else cJSON_AddNullToObject(data, "suffix");
-        cJSON_AddBoolToObject(data, "bos", c->bos);
-    } else {
-        static const char *const fmts[] = {"u16", "u32", "llmc"};
-        cJSON_AddStringToObject(data, "kind", "token file");
-        cJSON_AddStringToObject(data, "path", c->tokens);
-        cJSON_AddStringToObject(data, "format", fmts[c->format]);
-    }
-    uint64_t n_train = 0, n_val = 0, n_windows = 0;
-    lib(induct_dataset_split_tokens(x->d, INDUCT_SPLIT_TRAIN, &n_train), "counting tokens");
-    lib(induct_dataset_split_tokens(x->d, INDUCT_SPLIT_EVAL, &n_val), "counting tokens");
-    lib(induct_dataset_window_count(x->d, INDUCT_SPLIT_EVAL, c->seq_len, &n_windows), "counting windows");
-    cJSON_AddNumberToObject(data, "d_vocab", induct_dataset_d_vocab(x->d));
-    cJSON_AddNumberToObject(data, "train_tokens", (double)n_train);
-    cJSON_AddNumberToObject(data, "eval_tokens", (double)n_val);
-    cJSON_AddNumberToObject(data, "eval_windows", (double)n_windows);
-    cJSON_AddNumberToObject(data, "eval_windows_requested", c->eval_windows);
-    num(data, "val_fraction", c->val_fraction);
-    cJSON_AddNumberToObject(data, "block_tokens", (double)c->block_tokens);
-    cJSON_AddNumberToObject(data, "seed", (double)c->data_seed);
-
-    cJSON *mc = cJSON_AddObjectToObject(cfg, "model");
-    cJSON_AddStringToObject(mc, "models", c->model);
-    cJSON_AddNumberToObject(mc, "d_model", c->d_model);
-    cJSON_AddNumberToObject(mc, "n_heads", c->heads);
-    cJSON_AddNumberToObject(mc, "d_head", run_d_head(c));
-    cJSON_AddNumberToObject(mc, "d_mlp", run_d_mlp(c));
-    cJSON_AddNumberToObject(mc, "n_ctx", x->T);
-    cJSON_AddNumberToObject(mc, "layer_norm", c->ln);
-    cJSON_AddStringToObject(mc, "positional",
-                            c->positional == INDUCT_POS_SHORTFORMER ? "shortformer"
-                            : c->positional == INDUCT_POS_STANDARD  ? "standard" : "none");
-    if (c->positional == INDUCT_POS_SHORTFORMER)
-        cJSON_AddNumberToObject(mc, "shortformer_layers", c->shortformer_layers);
-    cJSON_AddStringToObject(mc, "init", c->init == INDUCT_INIT_TORCH ? "torch" : "gpt2");
-    num(mc, "init_std", c->init_std);
-    cJSON_AddStringToObject(mc, "pos_init", c->pos_init == POS_INIT_SINUSOIDAL ? "sinusoidal" : "random");
-    num(mc, "pos_amp", c->pos_init == POS_INIT_SINUSOIDAL ? c->pos_amp : NAN);
-    num(mc, "smear_alpha_init", c->smear_alpha);
-    cJSON_AddNumberToObject(mc, "seed", (double)c->seed);
-
-    cJSON *tc = cJSON_AddObjectToObject(cfg, "training");
-    cJSON_AddStringToObject(tc, "optimizer", "adamw");
-    num(tc, "lr", c->lr);
-    cJSON_AddNumberToObject(tc, "warmup_steps", (double)c->warmup);
-    num(tc, "weight_decay", c->weight_decay);
-    num(tc, "grad_clip", c->grad_clip);
-    cJSON_AddStringToObject(tc, "schedule", c->cosine ? "cosine" : "constant");
-    num(tc, "min_lr_ratio", c->min_lr_ratio);
-    cJSON_AddNumberToObject(tc, "batch", c->batch);
-    cJSON_AddNumberToObject(tc, "seq_len", x->T);
-    cJSON_AddNumberToObject(tc, "steps", (double)c->steps);
-    cJSON_AddNumberToObject(tc, "tokens_per_step", (double)c->batch * x->T);
-    cJSON_AddNumberToObject(tc, "tokens_per_model", (double)c->steps * c->batch * x->T);
-    cJSON *cur = cJSON_AddObjectToObject(tc, "curriculum");
-    cJSON_AddStringToObject(cur, "kind", c->repeat_fraction > 0 ? "repeated_span" : "none");
-    num(cur, "repeat_fraction", c->repeat_fraction);
-    cJSON_AddNumberToObject(cur, "repeat_min_len", c->repeat_min);
-    cJSON_AddNumberToObject(cur, "repeat_max_len", c->repeat_max);
-    cJSON_AddNumberToObject(cur, "repeat_max_len_effective",
-                            c->repeat_max < x->T / 2 ? c->repeat_max : x->T / 2);
-    cJSON_AddStringToObject(cur, "applies_to",
-                            "training windows only (their train loss included); every "
-                            "evaluation is on untouched held-out text");
-    cJSON_AddStringToObject(cur, "source", "Sabry & Belz 2025");
-    cJSON_AddStringToObject(tc, "note", "null weight_decay / grad_clip / init_std / "
-                                        "smear_alpha_init mean the library default");
-
-    cJSON *ec = cJSON_AddObjectToObject(cfg, "evaluation");
-    cJSON_AddNumberToObject(ec, "eval_every", (double)c->eval_every);
-    cJSON_AddNumberToObject(ec, "eval_batch", x->E);
-    num(ec, "eval_set_fraction_of_windows",
-        n_windows ? fmin(1.0, (double)x->E / (double)n_windows) : NAN);
-    cJSON_AddNumberToObject(ec, "icl_early_token", x->early);
-    cJSON_AddNumberToObject(ec, "icl_late_token", x->late);
-    cJSON_AddNumberToObject(ec, "pos_seed", 0); /* the driver's loss_vectors positions */
-    cJSON_AddNumberToObject(ec, "smooth", x->o.smooth);
-    cJSON_AddNumberToObject(ec, "icl_band", c->icl_band);
-    cJSON_AddNumberToObject(ec, "snapshots", c->snapshots);
-    num(ec, "prefix_matching_chance", x->pm_chance);
-    const uint64_t disjoint = n_val > 0 ? (n_val - 1) / x->T : 0;
-    cJSON *lg = cJSON_AddObjectToObject(ec, "large");
-    cJSON_AddNumberToObject(lg, "windows_requested", x->o.icl_windows);
-    cJSON_AddNumberToObject(lg, "windows", (double)x->big.groups * x->big.per);
-    cJSON_AddNumberToObject(lg, "groups", x->big.groups);
-    cJSON_AddNumberToObject(lg, "windows_per_group", x->big.per);
-    cJSON_AddNumberToObject(lg, "disjoint_windows_in_held_out_text", (double)disjoint);
-    cJSON_AddBoolToObject(lg, "windows_overlap", (double)x->big.groups * x->big.per > (double)disjoint);
-    cJSON_AddStringToObject(lg, "windows_rule",
-        "evenly spread starts over the held-out text (distinct offsets; they overlap when "
-        "there are more than the disjoint ones); group g = windows g*per .. g*per+per-1, "
-        "one stretch of the text; standard error = sd of the group means / sqrt(groups)");
-    cJSON *ab = cJSON_AddObjectToObject(ec, "ablation");
-    cJSON_AddNumberToObject(ab, "windows_requested", x->o.ablation_windows);
-    cJSON_AddNumberToObject(ab, "windows", (double)x->abl.groups * x->abl.per);
-    cJSON_AddNumberToObject(ab, "groups", x->abl.groups);
-    cJSON_AddNumberToObject(ab, "windows_per_group", x->abl.per);
-    cJSON_AddBoolToObject(ab, "windows_overlap", (double)x->abl.groups * x->abl.per > (double)disjoint);
-    cJSON *ps = cJSON_AddObjectToObject(ec, "per_step");
-    cJSON_AddNumberToObject(ps, "windows", x->E);
-    cJSON_AddNumberToObject(ps, "se_groups", x->ps.groups);
-    cJSON_AddNumberToObject(ps, "se_windows_per_group", x->ps.per);
-    cJSON *wv = cJSON_AddObjectToObject(ec, "window");
-    cJSON_AddNumberToObject(wv, "windows_requested", x->o.window_windows);
-    cJSON_AddNumberToObject(wv, "windows", (double)x->win.groups * x->win.per);
-    cJSON_AddNumberToObject(wv, "groups", x->win.groups);
-    cJSON_AddStringToObject(wv, "series",
-                            x->win.d ? "the window rule reads the band ICL score of the "
-                                       "weights kept at every evaluation on these windows"
-                                     : "--window-windows 0: the window rule reads the "
-                                       "per-step curve");
-    return cfg;
 }
 
 int main(int argc, char **argv) {
