@@ -73,7 +73,8 @@ W = 5  # --icl-band default
 
 
 def band(lbp, early=50, late=500, w=W):
-    """The run's ICL estimator from a context-index average (phase_change.c, band_icl)."""
+    """The run's ICL estimator from a context-index average (induct_analysis_icl_band),
+    again in NumPy."""
     lbp = np.asarray(lbp, dtype=np.float64)
     return float(lbp[late - 1 - w:late + w].mean() - lbp[early - 1 - w:early + w].mean())
 
