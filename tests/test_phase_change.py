@@ -966,7 +966,7 @@ def test_mlp_model_and_every_layer(corpus, tmp_path):
     any-layer fields find the head of largest prefix matching in every layer."""
     d = str(tmp_path / "mlp")
     r = train(corpus, d, "--model", "3L-mlp", "--steps", "4", "--eval-every", "2",
-              "--heads", "2")
+              "--heads", "2", "--seq-len", "128", "--allow-short")
     assert r.returncode == 0, r.stderr
     assert read_safetensors(os.path.join(d, "final.safetensors"),
                             "blocks.2.mlp.W_in").shape == (8, 32)
