@@ -2,17 +2,20 @@
 """runner: a study, from the flags to the report (docs/study.md).
 
     runner.py --out DIR [--models LIST] [--steps N] [--steps-1l N] [--jobs N] [--threads N]
-              [--via local|parallel|slurm|mpirun] [--submit] [--no-estimate] [--no-report]
-              [--build BUILD] [study-train and study-analyse flags ...]
+              [--via local|parallel|slurm|mpirun] [--submit] [--sbatch OPTION ...]
+              [--no-estimate] [--no-report] [--build BUILD] [study-train and study-analyse
+              flags ...]
     runner.py task --out RUN_DIR --build BUILD [study-analyse flags] --train [study-train flags]
 
 The models (--models, default 2L,1L,1L-smeared: the main job) are the tasks of the sweep
 runner scripts/induct-sweep, each one model's stages: study-train into DIR/<model>/, then
 study-analyse (the `task` form above, what induct-sweep runs). --via local (the default)
 runs --jobs models at a time on this machine, each on --threads threads; parallel,
-slurm and mpirun run them through GNU parallel, a Slurm job array, or an mpirun task
-farm (docs/distributed.md). Then study/report.py writes DIR/summary.json, summary.md and
-metrics.jsonl from the run directories (with --via slurm: after the jobs, by hand).
+slurm and mpirun run them through GNU parallel, a Slurm job array (--submit submits it,
+--sbatch OPTION adds an #SBATCH line; --jobs N throttles it), or an mpirun task farm
+(docs/distributed.md). Then study/report.py writes DIR/summary.json, summary.md and
+metrics.jsonl from the run directories (with --via slurm: the same command, run again
+once the array has finished, writes them).
 
 The same command again resumes: finished models (DIR/<model>/analysis.json) are skipped,
 unfinished ones continue from their last evaluation, failed ones are reported and run
@@ -42,7 +45,7 @@ STUDY_FORMAT = "libinduct study 1"
 DEFAULT_MODELS = "2L,1L,1L-smeared"
 DEFAULT_STEPS_1L = 2000  # the 1-layer models' budget (or --steps when smaller)
 # the runner's flags (with a value, and without), study-analyse's, and both stages'
-RUNNER_VALUE = {"--out", "--models", "--steps-1l", "--jobs", "--via", "--build"}
+RUNNER_VALUE = {"--out", "--models", "--steps-1l", "--jobs", "--via", "--build", "--sbatch"}
 RUNNER_BOOL = {"--no-estimate", "--submit", "--no-report", "--help", "-h"}
 ANALYSE_VALUE = {"--icl-windows", "--icl-groups", "--ablation-windows", "--window-windows",
                  "--smooth", "--induction-threshold", "--previous-token-threshold",
@@ -84,7 +87,9 @@ def split_args(argv):
             val = argv[i + 1]
             i += 1
         i += 1
-        if flag in RUNNER_VALUE:
+        if flag == "--sbatch":  # repeatable: one #SBATCH line each
+            opt.setdefault(flag, []).append(val)
+        elif flag in RUNNER_VALUE:
             opt[flag] = val
         elif flag in RUNNER_BOOL and not eq:
             opt[flag] = True
@@ -348,29 +353,36 @@ def study(argv):
 
     cmd = [sys.executable, os.path.abspath(__file__), "task", "--out", "{out}", "--build",
            build] + analyse + ["--train"] + train
-    sweep = [sys.executable, SWEEP, "run", tasks, "--out", d, "--via", via, "--jobs", str(jobs),
-             "--done", "analysis.json"]
+    sweep = [sys.executable, SWEEP, "run", tasks, "--out", d, "--via", via, "--done",
+             "analysis.json"]
+    if via != "slurm" or "--jobs" in opt:  # a Slurm array is not throttled unless asked
+        sweep += ["--jobs", str(jobs)]
     if via == "mpirun":
         sweep = [os.environ.get("MPIRUN", "mpirun"), "-np", str(jobs)] + sweep
-    if via == "slurm" and opt.get("--submit"):
-        sweep.append("--submit")
+    if via == "slurm":
+        sweep += ["--submit"] * bool(opt.get("--submit")) + \
+            [f"--sbatch={o}" for o in opt.get("--sbatch", [])]
     t0 = time.monotonic()
+    unfinished = lambda: [m for m in plan["order"]  # noqa: E731
+                          if not os.path.exists(os.path.join(d, m, "analysis.json"))]
     if via == "slurm":
         rc = subprocess.run(sweep + ["--"] + cmd).returncode
-        print(f"runner.py: the models run as a Slurm job array; afterwards: "
-              f"/usr/bin/python3 {shlex.quote(os.path.join(HERE, 'report.py'))} "
-              f"{shlex.quote(d)}")
-        return rc
-    mon = Monitor(d, plan, (facts["early"], facts["late"], facts["icl_band"]))
-    mon.start()
-    try:
-        rc = subprocess.run(sweep + ["--"] + cmd, stdout=subprocess.DEVNULL).returncode
-    except KeyboardInterrupt:
-        rc = 130
-    mon.stop.set()
-    mon.join()
-    failed = [m for m in plan["order"]
-              if not os.path.exists(os.path.join(d, m, "analysis.json"))]
+        if rc != 0 or unfinished():
+            print(f"runner.py: {len(unfinished())} of {len(models)} models not finished: the "
+                  f"same command, once the Slurm array has run, submits what is left or "
+                  f"writes the report (or /usr/bin/python3 "
+                  f"{shlex.quote(os.path.join(HERE, 'report.py'))} {shlex.quote(d)})")
+            return rc
+    else:
+        mon = Monitor(d, plan, (facts["early"], facts["late"], facts["icl_band"]))
+        mon.start()
+        try:
+            rc = subprocess.run(sweep + ["--"] + cmd, stdout=subprocess.DEVNULL).returncode
+        except KeyboardInterrupt:
+            rc = 130
+        mon.stop.set()
+        mon.join()
+    failed = unfinished()
     if rc == 130 or rc < 0:
         print(f"runner.py: stopped; the same command continues ({len(failed)} of "
               f"{len(models)} models unfinished)", file=sys.stderr)
@@ -381,7 +393,8 @@ def study(argv):
                   file=sys.stderr)
         print("runner.py: the same command runs the failed models again", file=sys.stderr)
         return 1
-    plan["wall_seconds"] = time.monotonic() - t0
+    if via != "slurm":  # the time of this session's models (a Slurm array's: not known here)
+        plan["wall_seconds"] = time.monotonic() - t0
     write_json(sp, plan)
     if opt.get("--no-report"):
         return 0

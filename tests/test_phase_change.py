@@ -1045,3 +1045,31 @@ def test_report_numbers_are_cjsons():
         got = report.cjson_value(v)
         assert got == want and type(got) is type(want), (v, text, got)
     assert report.cjson_value(float("nan")) is None and report.cjson_value(True) is True
+
+
+def test_runner_via_slurm_array(corpus, runs, tmp_path):
+    """--via slurm: the models become a job array (OUT/sweep.sbatch, one array task a
+    model, not throttled unless --jobs is given); run here the way Slurm would, index by
+    index; the same command afterwards finds every model finished and writes the report
+    of an uninterrupted local study."""
+    d = str(tmp_path / "slurm")
+    args = ["--text", corpus, "--out", d, "--models", ",".join(MODELS), "--via", "slurm",
+            "--sbatch", "--time=10"] + TINY
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3 of 3 models not finished" in r.stdout and "submitted" not in r.stdout
+    lines = open(os.path.join(d, "sweep.sbatch")).read().splitlines()
+    assert "#SBATCH --array=0,1,2" in lines and "#SBATCH --time=10" in lines
+    assert " task --out " in lines[-1] and "--done analysis.json" in lines[-1]
+    for i in range(3):
+        t = subprocess.run(["sh", os.path.join(d, "sweep.sbatch")],
+                           env={**os.environ, "SLURM_ARRAY_TASK_ID": str(i)},
+                           capture_output=True, text=True, timeout=300)
+        assert t.returncode == 0, t.stdout + t.stderr
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "## Checks" in r.stdout
+    got = json.load(open(os.path.join(d, "summary.json")))
+    ref = json.load(open(os.path.join(runs[2][0], "summary.json")))
+    assert strip_timings(got) == strip_timings(ref)
+    assert got["config"]["run"]["wall_seconds"] is None  # the array's time is not known here
