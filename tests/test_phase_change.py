@@ -1064,7 +1064,7 @@ def test_runner_via_slurm_array(corpus, runs, tmp_path):
     for i in range(3):
         t = subprocess.run(["sh", os.path.join(d, "sweep.sbatch")],
                            env={**os.environ, "SLURM_ARRAY_TASK_ID": str(i)},
-                           capture_output=True, text=True, timeout=300)
+                           capture_output=True, text=True)
         assert t.returncode == 0, t.stdout + t.stderr
     r = run(args)
     assert r.returncode == 0, r.stdout + r.stderr
