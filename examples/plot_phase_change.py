@@ -82,12 +82,13 @@ def main():
     ev = summary["config"]["evaluation"]
 
     def band_icl(rec, ev):
-        """The run's ICL estimator (induct_analysis_icl_band) from the logged curve."""
-        lbp, w = rec.get("loss_by_position"), int(ev.get("icl_band", 0))
+        """The run's ICL estimator (the library's induct_analysis_icl_band) on the logged
+        curve."""
+        lbp = rec.get("loss_by_position")
         if not lbp:
             return math.nan
-        late, early = ev["icl_late_token"] - 1, ev["icl_early_token"] - 1
-        return (sum(lbp[late - w:late + w + 1]) - sum(lbp[early - w:early + w + 1])) / (2 * w + 1)
+        return induct.icl_band(lbp, ev["icl_early_token"], ev["icl_late_token"],
+                               int(ev.get("icl_band", 0)))
 
     def save(fig, name):
         path = os.path.join(run, name)

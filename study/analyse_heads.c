@@ -1,5 +1,6 @@
-/* study-analyse: the final model's heads — scores, classes and ablation attribution
- * (docs/phase-change.md, "What is measured": "Heads" and "Ablation"). */
+/* study-analyse: the heads (docs/phase-change.md, "What is measured": "Prefix matching",
+ * "Heads" and "Ablation"): prefix matching over training, of the last layer's heads and of
+ * every layer's; the final model's head scores and classes; ablation attribution. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,76 @@
 #include "cli.h"
 
 #define num run_add_num
+/* Smallest change of a prefix-matching series that counts as a window (reported only;
+ * the checks' rules are in study/checks.py). */
+#define PM_MIN_CHANGE 0.10
+
+/* ---- prefix matching over training ---- */
+
+uint32_t pm_best_head(const ctx *x, uint32_t first, uint32_t count, const window *w,
+                      double *pm_before, double *pm_after) {
+    const float *b = x->pm + w->before * x->NH, *a = x->pm + w->after * x->NH;
+    double pm_b = -INFINITY, pm_a = -INFINITY;
+    uint32_t best = first;
+    for (uint32_t i = first; i < first + count; i++) {
+        pm_b = fmax(pm_b, b[i]);
+        if (a[i] > pm_a) {
+            pm_a = a[i];
+            best = i;
+        }
+    }
+    *pm_before = pm_b;
+    *pm_after = pm_a;
+    return best;
+}
+
+/* y at step t, linear between evaluations (clamped to the first and last). */
+static double interp_at(const ctx *x, const double *y, double t) {
+    if (!(t > x->step[0])) return y[0];
+    for (size_t i = 0; i + 1 < x->n; i++)
+        if (t <= x->step[i + 1])
+            return y[i] + (y[i + 1] - y[i]) * (t - x->step[i]) / (x->step[i + 1] - x->step[i]);
+    return y[x->n - 1];
+}
+
+cJSON *pm_head_json(const ctx *x, uint32_t head, const window *w, int with_layer) {
+    double *pmh = run_xcalloc(x->n, sizeof *pmh);
+    for (size_t i = 0; i < x->n; i++) pmh[i] = x->pm[i * x->NH + head];
+    /* the series' own window (PM_MIN_CHANGE) */
+    induct_phase_config pcp = w->pc;
+    pcp.min_change = PM_MIN_CHANGE;
+    double ws = NAN, we = NAN;
+    uint32_t found = 0;
+    if (x->n >= 2)
+        lib(induct_analysis_phase_window(x->step, pmh, x->n, &pcp, &ws, &we, &found),
+            "prefix-matching window");
+    /* its rise from chance, and the part of it inside the ICL window (interpolated) */
+    const double rise = pmh[w->after] - x->pm_chance;
+    const double rise_inside =
+        w->found ? interp_at(x, pmh, w->end) - interp_at(x, pmh, w->start) : NAN;
+    /* the windows coincide if they overlap, with one evaluation interval of slack */
+    const double slack = (double)x->c.eval_every;
+    const int coincide =
+        w->found && found && ws <= w->end + slack && we >= w->start - slack;
+    cJSON *o = cJSON_CreateObject();
+    char hn[32];
+    head_name((int)head, x->H, hn, sizeof hn);
+    cJSON_AddStringToObject(o, "head", hn);
+    if (with_layer) cJSON_AddNumberToObject(o, "layer", (double)(head / x->H));
+    num(o, "before", pmh[w->before]);
+    num(o, "after", pmh[w->after]);
+    cJSON_AddBoolToObject(o, "window_found", found);
+    num(o, "window_start_step", ws);
+    num(o, "window_end_step", we);
+    cJSON_AddBoolToObject(o, "coincides_with_icl_window", coincide);
+    num(o, "chance", x->pm_chance);
+    num(o, "rise_from_chance", rise);
+    num(o, "rise_inside_window", rise_inside);
+    free(pmh);
+    return o;
+}
+
+/* ---- the final model's heads: scores, classes, ablations ---- */
 
 static void add_head_or_null(cJSON *o, const char *key, int idx, uint32_t H) {
     char hn[32];
@@ -176,4 +247,32 @@ double analyse_heads(const ctx *x, cJSON *ms, double score, uint32_t **labels_ou
     *labels_out = labels;
     *pm_out = pm;
     return t_ablation;
+}
+
+/* ---- every layer ---- */
+
+void any_layer(const ctx *x, cJSON *any, const window *w, const uint32_t *labels,
+               const float *pm) {
+    double pm_b, pm_a;
+    uint32_t best = pm_best_head(x, 0, x->NH, w, &pm_b, &pm_a);
+    num(any, "pm_before", pm_b);
+    num(any, "pm_after", pm_a);
+    cJSON_AddItemToObject(any, "pm_head", pm_head_json(x, best, w, 1));
+    cJSON *ih = cJSON_AddArrayToObject(any, "induction_heads");
+    char hn[32];
+    for (uint32_t i = 0; i < x->NH; i++) {
+        if (labels[i] != INDUCT_HEAD_INDUCTION) continue;
+        cJSON *h = cJSON_CreateObject();
+        head_name((int)i, x->H, hn, sizeof hn);
+        cJSON_AddStringToObject(h, "head", hn);
+        cJSON_AddNumberToObject(h, "layer", i / x->H);
+        num(h, "relative_depth", (double)(i / x->H + 1) / (double)x->L);
+        num(h, "prefix_matching", pm[i]);
+        cJSON_AddItemToArray(ih, h);
+    }
+    cJSON_AddStringToObject(any, "note",
+        "every layer's heads: pm_head is the head of any layer with the largest final "
+        "prefix-matching score (the model's pm_head: of the last layer), with the same "
+        "rules; induction_heads are the heads classified induction, with their layer and "
+        "relative depth (layer + 1) / n_layers");
 }

@@ -29,24 +29,14 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import checks  # noqa: E402
+from common import STUDY_FORMAT, find_induct, training_order, write_atomic  # noqa: E402
 
+ANALYSIS_FORMAT = "libinduct study analysis 1"  # study-analyse's (study/analyse.c)
 FIGURES = ["phase_change.png", "attention.png", "ablation.png", "pca.png", "loss_by_position.png"]
-STUDY_FORMAT = "libinduct study 1"
 
 
 class Incomplete(Exception):
     """A run directory is missing or not analysed."""
-
-
-def find_induct(build=None):
-    """The bindings of the build (BUILD/bindings/python, $INDUCT_BUILD_DIR, or the
-    `build` directory of the source tree), else the installed package."""
-    for c in (build, os.environ.get("INDUCT_BUILD_DIR"), os.path.join(HERE, "..", "build")):
-        if c and os.path.isdir(os.path.join(c, "bindings", "python", "induct")):
-            sys.path.insert(0, os.path.abspath(os.path.join(c, "bindings", "python")))
-            break
-    import induct
-    return induct
 
 
 # ---- numbers as cJSON prints them ----
@@ -77,15 +67,6 @@ def cjson_value(x):
     return json.loads(s)
 
 
-def write_atomic(path, text):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def dump(obj):
     return json.dumps(cjson_value(obj), indent="\t", ensure_ascii=False) + "\n"
 
@@ -109,13 +90,10 @@ def read_records(path):
             lines = [l for l in f.read().split("\n") if l]
     except FileNotFoundError:
         raise Incomplete(f"{path} is missing") from None
-    return lines, [json.loads(l) for l in lines]
-
-
-def training_order(names, layers, smeared):
-    """Longest first: more layers first, smeared keys before plain at equal depth,
-    otherwise the plan's order (the order study/runner.py starts them in)."""
-    return sorted(names, key=lambda n: (-layers[n], -smeared[n], names.index(n)))
+    try:
+        return lines, [json.loads(l) for l in lines]
+    except json.JSONDecodeError as e:
+        raise Incomplete(f"{path}: a line is not JSON: {e}") from None
 
 
 def load_study(d):
@@ -128,6 +106,10 @@ def load_study(d):
     for name in plan["models"]:
         rd = os.path.join(d, name)
         a = read_json(os.path.join(rd, "analysis.json"))
+        if a.get("format") != ANALYSIS_FORMAT or \
+                not isinstance(a.get("model"), dict) or a["model"].get("name") != name:
+            raise Incomplete(f"{rd}/analysis.json is not the analysis of model {name} of this "
+                             f"version (\"format\": \"{ANALYSIS_FORMAT}\")")
         lines, recs = read_records(os.path.join(rd, "metrics.jsonl"))
         runs[name] = {"dir": rd, "analysis": a, "lines": lines, "records": recs,
                       "config": read_json(os.path.join(rd, "config.json"))}
@@ -204,10 +186,7 @@ class LibraryStats:
 
 
 def summary(induct, d, plan, runs):
-    names = plan["models"]
-    layers = {n: runs[n]["analysis"]["model"]["n_layers"] for n in names}
-    smeared = {n: bool(runs[n]["analysis"]["model"]["smeared_keys"]) for n in names}
-    order = training_order(names, layers, smeared)
+    order = training_order(plan["models"])
     cfg = study_config(plan, runs, order)
     pca, traj = pca_section(induct, runs, order, cfg)
     models = {}

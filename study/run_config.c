@@ -488,6 +488,12 @@ char *run_path(const char *dir, const char *name) {
     return p;
 }
 
+char *run_weights_path(const char *dir, uint64_t step) {
+    char name[64];
+    snprintf(name, sizeof name, "weights/step-%llu.safetensors", (unsigned long long)step);
+    return run_path(dir, name);
+}
+
 int run_mkdir_p(const char *path) {
     size_t n = strlen(path);
     char *tmp = run_xcalloc(n + 1, 1);

@@ -80,6 +80,9 @@ int run_make_model(const run_config *c, uint32_t d_vocab, uint32_t threads, indu
 
 /* ---- files ---- */
 char *run_path(const char *dir, const char *name); /* malloc'ed "dir/name" */
+/* The weights kept at the evaluation of `step`: malloc'ed "dir/weights/step-<S>.safetensors"
+ * (docs/study.md, "The run directory"). */
+char *run_weights_path(const char *dir, uint64_t step);
 int run_mkdir_p(const char *path);                  /* 0 or -1 (errno) */
 char *run_read_file(const char *path, size_t *len); /* malloc'ed, NUL-terminated; NULL */
 cJSON *run_read_json(const char *path);             /* NULL: missing or not JSON */

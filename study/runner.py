@@ -31,7 +31,6 @@ Exit status: 0 done (whatever the checks say); 1 a model failed (the others fini
 """
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -39,9 +38,11 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from common import (ROOT, STUDY_FORMAT, find_induct, layers_of, training_order,  # noqa: E402
+                    valid_model, write_plan)
+
 SWEEP = os.path.join(ROOT, "scripts", "induct-sweep")
-STUDY_FORMAT = "libinduct study 1"
 DEFAULT_MODELS = "2L,1L,1L-smeared"
 DEFAULT_STEPS_1L = 2000  # the 1-layer models' budget (or --steps when smaller)
 # the runner's flags (with a value, and without), study-analyse's, and both stages'
@@ -51,7 +52,6 @@ ANALYSE_VALUE = {"--icl-windows", "--icl-groups", "--ablation-windows", "--windo
                  "--smooth", "--induction-threshold", "--previous-token-threshold",
                  "--duplicate-threshold"}
 BOTH_VALUE = {"--threads"}
-MODEL_NAME = re.compile(r"^([1-9][0-9]*)L(-mlp)?(-smeared)?$")
 USAGE = ("usage: runner.py --out DIR [--models LIST] [--steps N] [--steps-1l N] [--jobs N] "
          "[--threads N] [--via local|parallel|slurm|mpirun] [flags]")
 
@@ -117,23 +117,12 @@ def last_value(args, flag, default):
 def parse_models(text):
     names = text.split(",")
     for n in names:
-        m = MODEL_NAME.match(n)
-        if not m or int(m.group(1)) > 64 or len(n) >= 32:
+        if not valid_model(n):
             usage_error(f"--models: '{n}' is not <n>L, <n>L-mlp, <n>L-smeared or "
                         f"<n>L-mlp-smeared (1 <= n <= 64)")
         if names.count(n) > 1:
             usage_error(f"--models: '{n}' given twice")
     return names
-
-
-def layers_of(name):
-    return int(MODEL_NAME.match(name).group(1))
-
-
-def training_order(names):
-    """Longest first: more layers first, smeared keys before plain at equal depth."""
-    return sorted(names, key=lambda n: (-layers_of(n), -n.endswith("-smeared"),
-                                        names.index(n)))
 
 
 def exe(build, name):
@@ -254,9 +243,9 @@ class Monitor(threading.Thread):
     """One line per evaluation of every model, read from the run directories (the models
     write their logs; this only reads them)."""
 
-    def __init__(self, d, plan, band):
+    def __init__(self, d, plan, band, induct):
         super().__init__(daemon=True)
-        self.d, self.plan, self.band = d, plan, band
+        self.d, self.plan, self.band, self.induct = d, plan, band, induct
         self.stop = threading.Event()
         self.seen = {m: 0 for m in plan["models"]}
         self.state = {m: "" for m in plan["models"]}
@@ -295,13 +284,12 @@ class Monitor(threading.Thread):
                     print(f"[{m}] {what}", flush=True)
 
     def icl(self, rec):
-        """The run's band ICL estimate of the per-step curve (display only)."""
-        lbp, (early, late, w) = rec.get("loss_by_position"), self.band
-        if not lbp or late - 1 + w >= len(lbp):
+        """The run's band ICL estimate of the per-step curve (the library's estimator)."""
+        early, late, w = self.band
+        try:
+            return self.induct.icl_band(rec["loss_by_position"], early, late, w)
+        except (KeyError, TypeError, self.induct.InductError):  # no curve that fits
             return float("nan")
-        a = sum(lbp[late - 1 - w:late + w])
-        b = sum(lbp[early - 1 - w:early + w])
-        return (a - b) / (2 * w + 1)
 
 
 def study(argv):
@@ -340,7 +328,7 @@ def study(argv):
                else old.get(k) != plan[k] for k in same):
             usage_error(f"{d} holds a study with another plan (study.json): give another "
                         f"--out, or the same flags as before")
-    write_json(sp, plan)
+    write_plan(sp, plan)
     tasks = os.path.join(d, "tasks.jsonl")
     seed = int(facts["seed"])
     with open(tasks, "w", encoding="utf-8") as f:
@@ -374,7 +362,8 @@ def study(argv):
                   f"{shlex.quote(os.path.join(HERE, 'report.py'))} {shlex.quote(d)})")
             return rc
     else:
-        mon = Monitor(d, plan, (facts["early"], facts["late"], facts["icl_band"]))
+        mon = Monitor(d, plan, (facts["early"], facts["late"], facts["icl_band"]),
+                      find_induct(build))
         mon.start()
         try:
             rc = subprocess.run(sweep + ["--"] + cmd, stdout=subprocess.DEVNULL).returncode
@@ -395,10 +384,9 @@ def study(argv):
         return 1
     if via != "slurm":  # the time of this session's models (a Slurm array's: not known here)
         plan["wall_seconds"] = time.monotonic() - t0
-    write_json(sp, plan)
+    write_plan(sp, plan)
     if opt.get("--no-report"):
         return 0
-    sys.path.insert(0, HERE)
     import report
     try:
         md = report.report(d, build)
@@ -408,14 +396,6 @@ def study(argv):
     print("\n" + md + "\nrun directory: %s (summary.json, summary.md, metrics.jsonl, <model>/)"
           % d)
     return 0
-
-
-def write_json(path, obj):
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def main(argv):

@@ -100,14 +100,6 @@ typedef struct run {
     int fail;           /* a save in the callback failed (message printed) */
 } run;
 
-static double now(void) { return cli_now(); }
-
-static char *step_file(const char *dir, const char *prefix, uint64_t step) {
-    char name[64];
-    snprintf(name, sizeof name, "%s%llu.safetensors", prefix, (unsigned long long)step);
-    return run_path(dir, name);
-}
-
 /* Remove DIR/<prefix><S>.safetensors for every S > keep (and every S when keep < 0),
  * and the temporary files of atomic writes a kill left behind ("<file>.tmp.<pid>..."). */
 static void remove_after(const char *dir, const char *prefix, long long keep) {
@@ -168,7 +160,7 @@ static int cut_metrics(const char *path, uint64_t keep) {
 static void save_resume_json(run *r, uint64_t step) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "step", (double)step);
-    run_add_num(j, "wall_seconds", r->wall_before + (now() - r->t0));
+    run_add_num(j, "wall_seconds", r->wall_before + (cli_now() - r->t0));
     run_add_num(j, "tokens_per_second", r->tok_s);
     char *p = run_path(r->dir, "resume.json");
     if (run_write_json(p, j)) {
@@ -186,7 +178,7 @@ static int on_progress(const induct_progress *p, void *ud) {
     run *r = ud;
     r->tok_s = p->tokens_per_second;
     if (p->events & INDUCT_TRAIN_EVENT_EVAL) {
-        char *w = step_file(r->weights_dir, "step-", p->step);
+        char *w = run_weights_path(r->dir, p->step);
         int rc = induct_model_save(r->m, w);
         free(w);
         char *res = run_path(r->dir, "resume.safetensors");
@@ -352,9 +344,9 @@ static int time_step(const options *o, induct_dataset *d) {
     if (rc) cli_lib_fail(rc, "creating the model");
     double t = 0;
     for (int k = 0; k < 2 && !rc; k++) { /* the second one counts */
-        double ts = now();
+        double ts = cli_now();
         rc = induct_train_step(opt, d, o->c.batch, o->c.seq_len, NULL);
-        t = now() - ts;
+        t = cli_now() - ts;
     }
     if (rc) cli_lib_fail(rc, "timing a training step");
     printf("%.6f\n", t);
@@ -444,9 +436,9 @@ int main(int argc, char **argv) {
     tc.snapshot_path = snaps;
     cli_signals_catch();
     cli_watch_model(r.m);
-    r.t0 = now();
+    r.t0 = cli_now();
     rc = induct_train(r.opt, d, &tc, on_progress, &r);
-    double wall = r.wall_before + (now() - r.t0);
+    double wall = r.wall_before + (cli_now() - r.t0);
     cli_signals_restore();
     free(snaps);
     if (rc || r.fail) {
