@@ -179,6 +179,19 @@ cJSON *open_run(ctx *x) {
     cJSON *train = run_read_json(tp);
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(train, "complete")))
         fail("%s is not trained to the end (no %s): run study-train first", dir, tp);
+    /* the data must be what the run was trained on */
+    cJSON *data = NULL;
+    char derr[512];
+    if (run_data_identity(&x->c, &data, derr, sizeof derr)) fail("the data's SHA-256: %s", derr);
+    const cJSON *trained = cJSON_GetObjectItemCaseSensitive(x->config_json, "data");
+    if (!cJSON_Compare(data, trained, 1)) {
+        const char *was = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(trained, "sha256"));
+        fail("%s is not the data %s was trained on: SHA-256 %s now, %s in %s",
+             x->c.text ? x->c.text : x->c.tokens, dir,
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(data, "sha256")),
+             was ? was : "none recorded", cp);
+    }
+    cJSON_Delete(data);
     x->name = x->c.model;
     x->L = x->c.n_layers;
     x->H = x->c.heads;

@@ -10,6 +10,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # study.json's "format"; a plan of another format is refused
 STUDY_FORMAT = "libinduct study 1"
+# config.json's settings that differ between the models of a study (the rest are the
+# study's: study.json's "settings")
+PER_MODEL_SETTINGS = ("model", "steps")
 # <n>L[-mlp][-smeared], 1 <= n <= 64, as study-train's --model (study/run_config.c)
 MODEL_NAME = re.compile(r"^([1-9][0-9]*)L(-mlp)?(-smeared)?$")
 MODEL_NAME_MAX_LEN = 31

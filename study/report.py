@@ -12,13 +12,18 @@ report writes into DIR:
                  loss vectors in one space, the four checks with their rules and numbers;
   summary.md     the tables per model beside the papers' figures, the checks;
   metrics.jsonl  every model's metrics records, each starting with "model".
-It reads nothing but DIR, so it can run after the models ran elsewhere (a cluster).
+It reads nothing but DIR, so it can run after the models ran elsewhere (a cluster). It
+refuses a run directory that does not hold what study.json expects: a run of that model,
+of the plan's steps, with the study's settings (config.json's, the model and its steps
+aside), trained on the study's data (config.json's "data": its SHA-256), analysed, and
+with the other models' data and evaluation settings; nothing is written then.
 Numbers are written as the C stages' JSON printer (cJSON) writes them, 15 significant
 digits where they read back within a relative 2^-52, so a summary is the same text
 whichever stage computed a number. --judge decides the checks again on a summary's
 numbers and prints {"rules": ..., "checks": ...}.
 
-Exit status: 0 written; 1 a run directory is missing or incomplete; 2 bad usage.
+Exit status: 0 written; 1 a run directory is missing, incomplete or not of this study (the
+message names it and what differs); 2 bad usage.
 """
 import argparse
 import json
@@ -29,9 +34,11 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import checks  # noqa: E402
-from common import STUDY_FORMAT, find_induct, training_order, write_atomic  # noqa: E402
+from common import (PER_MODEL_SETTINGS, STUDY_FORMAT, find_induct, training_order,  # noqa: E402
+                    write_atomic)
 
 ANALYSIS_FORMAT = "libinduct study analysis 1"  # study-analyse's (study/analyse.c)
+RUN_FORMAT = "libinduct study run 1"  # study-train's config.json (study/run_config.c)
 FIGURES = ["phase_change.png", "attention.png", "ablation.png", "pca.png", "loss_by_position.png"]
 
 
@@ -96,15 +103,57 @@ def read_records(path):
         raise Incomplete(f"{path}: a line is not JSON: {e}") from None
 
 
+def describe_data(x):
+    if not isinstance(x, dict) or "sha256" not in x:
+        return "none recorded"
+    return f"SHA-256 {x['sha256']} ({x.get('bytes')} bytes in {x.get('files')} file" \
+        f"{'s' if x.get('files') != 1 else ''})"
+
+
+def check_run(rd, name, plan, cfg):
+    """A run directory's config.json against the plan: the model, its steps, the study's
+    settings and data (Incomplete with what differs)."""
+    if not isinstance(cfg, dict) or cfg.get("format") != RUN_FORMAT or \
+            not isinstance(cfg.get("settings"), dict):
+        raise Incomplete(f"{rd}/config.json is not a run of study-train of this version "
+                         f"(\"format\": \"{RUN_FORMAT}\")")
+    s = cfg["settings"]
+    if s.get("model") != name:
+        raise Incomplete(f"{rd} holds a run of model {s.get('model')}, not {name}")
+    if s.get("steps") != plan["model_steps"][name]:
+        raise Incomplete(f"{rd}: trained {s.get('steps')} steps, the study's {name} "
+                         f"{plan['model_steps'][name]} (study.json)")
+    want = plan["settings"]
+    diff = [k for k in sorted((set(want) | set(s)) - set(PER_MODEL_SETTINGS))
+            if s.get(k, "(absent)") != want.get(k, "(absent)")]
+    if diff:
+        raise Incomplete(f"{rd}: trained with other settings than the study's (study.json): "
+                         + "; ".join(f"{k} {json.dumps(s.get(k, '(absent)'))} here, "
+                                     f"{json.dumps(want.get(k, '(absent)'))} in the study"
+                                     for k in diff))
+    if cfg.get("data") != plan["data"]:
+        raise Incomplete(f"{rd}: trained on other data than the study's: "
+                         f"{describe_data(cfg.get('data'))} here, "
+                         f"{describe_data(plan['data'])} in the study (study.json)")
+
+
 def load_study(d):
-    """study.json and every model's run directory: {plan, runs: {name: run}}."""
+    """study.json and every model's run directory: {plan, runs: {name: run}}. Each run
+    directory must hold a run of its model with the plan's settings and data, analysed;
+    anything else raises Incomplete saying what differs."""
     plan = read_json(os.path.join(d, "study.json"))
-    if plan.get("format") != STUDY_FORMAT:
+    if not isinstance(plan, dict) or plan.get("format") != STUDY_FORMAT:
         raise Incomplete(f"{d}/study.json is not a study plan of this version "
                          f"(\"format\": \"{STUDY_FORMAT}\")")
+    if not isinstance(plan.get("settings"), dict) or not isinstance(plan.get("data"), dict):
+        raise Incomplete(f"{d}/study.json records no settings or data to check the runs "
+                         f"against (an earlier runner): run the runner again with the same "
+                         f"flags")
     runs = {}
     for name in plan["models"]:
         rd = os.path.join(d, name)
+        cfg = read_json(os.path.join(rd, "config.json"))
+        check_run(rd, name, plan, cfg)
         a = read_json(os.path.join(rd, "analysis.json"))
         if a.get("format") != ANALYSIS_FORMAT or \
                 not isinstance(a.get("model"), dict) or a["model"].get("name") != name:
@@ -112,13 +161,13 @@ def load_study(d):
                              f"version (\"format\": \"{ANALYSIS_FORMAT}\")")
         lines, recs = read_records(os.path.join(rd, "metrics.jsonl"))
         runs[name] = {"dir": rd, "analysis": a, "lines": lines, "records": recs,
-                      "config": read_json(os.path.join(rd, "config.json"))}
-    # one data set and one set of shared settings: runs of another study do not mix in
+                      "config": cfg}
+    # one data set and one evaluation: analyses of other settings do not mix in
     first = runs[plan["models"][0]]["analysis"]["config"]
     for name, r in runs.items():
         for key in ("data", "evaluation"):
             if r["analysis"]["config"][key] != first[key]:
-                raise Incomplete(f"{name}: its {key} settings differ from "
+                raise Incomplete(f"{name}: its analysis's {key} settings differ from "
                                  f"{plan['models'][0]}'s: not one study")
     return plan, runs
 

@@ -78,6 +78,14 @@ int run_open_dataset(const run_config *c, uint32_t n_eval_windows, induct_datase
 int run_make_model(const run_config *c, uint32_t d_vocab, uint32_t threads, induct_model **m,
                    induct_optimizer **o);
 
+/* The identity of the data the settings name (docs/study.md, "The run directory"): an
+ * object {"sha256", "bytes", "files"}: for a file (--tokens, or --text FILE) the SHA-256
+ * of its bytes, as sha256sum prints it; for --text DIR, of the lines
+ * "<SHA-256 of the file>  <relative path>\n" of the files the library reads (regular
+ * files, links not followed, names ending in --suffix, in byte order of their paths).
+ * 0 with *out owned by the caller, or -1 with a message in err. */
+int run_data_identity(const run_config *c, cJSON **out, char *err, size_t cap);
+
 /* ---- files ---- */
 char *run_path(const char *dir, const char *name); /* malloc'ed "dir/name" */
 /* The weights kept at the evaluation of `step`: malloc'ed "dir/weights/step-<S>.safetensors"

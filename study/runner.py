@@ -39,8 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import (ROOT, STUDY_FORMAT, find_induct, layers_of, training_order,  # noqa: E402
-                    valid_model, write_plan)
+from common import (PER_MODEL_SETTINGS, ROOT, STUDY_FORMAT, find_induct,  # noqa: E402
+                    layers_of, training_order, valid_model, write_plan)
 
 SWEEP = os.path.join(ROOT, "scripts", "induct-sweep")
 DEFAULT_MODELS = "2L,1L,1L-smeared"
@@ -312,9 +312,13 @@ def study(argv):
     steps_1l = uint("--steps-1l", opt["--steps-1l"], 1, 10**12) if "--steps-1l" in opt \
         else min(DEFAULT_STEPS_1L, steps)
     model_steps = {m: steps_1l if layers_of(m) == 1 else steps for m in models}
+    # the settings every run directory must hold (config.json's, but the model and its
+    # steps) and the data's identity: the report refuses a run of other ones
+    settings = {k: v for k, v in facts["settings"].items() if k not in PER_MODEL_SETTINGS}
     plan = {"format": STUDY_FORMAT, "models": models, "steps": steps, "steps_1l": steps_1l,
             "model_steps": model_steps, "train_args": train, "analyse_args": analyse,
-            "threads": threads, "jobs": jobs, "via": via}
+            "threads": threads, "jobs": jobs, "via": via, "settings": settings,
+            "data": facts["data"]}
     plan["order"] = training_order(models)
     os.makedirs(d, exist_ok=True)
     sp = os.path.join(d, "study.json")
@@ -328,6 +332,11 @@ def study(argv):
                else old.get(k) != plan[k] for k in same):
             usage_error(f"{d} holds a study with another plan (study.json): give another "
                         f"--out, or the same flags as before")
+        if old.get("data") not in (None, plan["data"]):
+            usage_error(f"{d} holds a study of other data: {facts['path']} has SHA-256 "
+                        f"{plan['data']['sha256']} now, {old['data'].get('sha256')} when the "
+                        f"study started (study.json): give another --out, or the data it "
+                        f"was run on")
     write_plan(sp, plan)
     tasks = os.path.join(d, "tasks.jsonl")
     seed = int(facts["seed"])

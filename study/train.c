@@ -4,7 +4,8 @@
  * driver, induct_train(), on the data and with the settings the flags give (the defaults
  * are the main job's, docs/phase-change.md). The run directory (--out DIR; docs/study.md,
  * "The run directory") receives:
- *   config.json                 the settings (a re-run with other settings is refused)
+ *   config.json                 the settings and the data's SHA-256 (a re-run with other
+ *                               settings or on changed data is refused)
  *   metrics.jsonl               the driver's record of every evaluation
  *   weights/step-<S>.safetensors  the weights at every evaluation (weights only)
  *   resume.safetensors, resume.json  the last evaluation's weights + optimizer state (one
@@ -246,10 +247,12 @@ static uint64_t resume_step(run *r, induct_model **m, induct_optimizer **opt) {
     return step;
 }
 
-/* config.json: written on the first start; a later start must have the same settings. */
-static void check_config(const options *o, const char *dir) {
+/* config.json: written on the first start (the settings and the data's identity); a
+ * later start must have the same settings and the same data. */
+static void check_config(const options *o, const char *dir, const cJSON *data) {
     char *p = run_path(dir, "config.json");
     cJSON *want = run_config_json(&o->c);
+    cJSON_AddItemToObject(want, "data", cJSON_Duplicate(data, 1));
     /* compared as read back (exact numbers are written as raw text) */
     char *text = cJSON_Print(want);
     cJSON *want_read = text ? cJSON_Parse(text) : NULL;
@@ -271,6 +274,16 @@ static void check_config(const options *o, const char *dir) {
             cli_usage_error("%s holds a run with other settings (%s differs): give another --out, "
                             "or remove it", dir, x ? x->string : "a setting");
         }
+        const cJSON *hd = cJSON_GetObjectItemCaseSensitive(have, "data");
+        const cJSON *wd = cJSON_GetObjectItemCaseSensitive(want_read, "data");
+        if (!cJSON_Compare(hd, wd, 1)) {
+            const char *was = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hd, "sha256"));
+            cli_usage_error("%s holds a run trained on other data: %s has SHA-256 %s now, %s when "
+                            "the run started: give another --out, or remove it", dir,
+                            o->c.text ? o->c.text : o->c.tokens,
+                            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(wd, "sha256")),
+                            was ? was : "not recorded");
+        }
     } else if (run_write_json(p, want)) {
         fprintf(stderr, "study-train: cannot write %s: %s\n", p, strerror(errno));
         exit(CLI_EXIT_FAILED);
@@ -283,8 +296,8 @@ static void check_config(const options *o, const char *dir) {
 
 /* --check: the data's and the settings' facts, one JSON object on stdout (the runner's
  * header). */
-static void print_facts(const run_config *c, const induct_dataset *d, uint64_t n_train,
-                        uint64_t n_val, uint64_t n_windows) {
+static void print_facts(const run_config *c, const induct_dataset *d, const cJSON *data,
+                        uint64_t n_train, uint64_t n_val, uint64_t n_windows) {
     uint32_t early, late;
     int full;
     run_icl_tokens(c, &early, &late, &full);
@@ -331,6 +344,12 @@ static void print_facts(const run_config *c, const induct_dataset *d, uint64_t n
                  c->repeat_min, c->repeat_max < c->seq_len / 2 ? c->repeat_max : c->seq_len / 2);
         cJSON_AddStringToObject(f, "curriculum", buf);
     }
+    /* what config.json will hold (the study's plan records them; the report checks every
+     * run directory against them) */
+    cJSON *cj = run_config_json(c);
+    cJSON_AddItemToObject(f, "settings", cJSON_DetachItemFromObject(cj, "settings"));
+    cJSON_Delete(cj);
+    cJSON_AddItemToObject(f, "data", cJSON_Duplicate(data, 1));
     char *text = cJSON_PrintUnformatted(f);
     printf("%s\n", text);
     free(text);
@@ -379,18 +398,29 @@ int main(int argc, char **argv) {
         cli_usage_error("the held-out split (%llu tokens) has no window of --seq-len %u: raise "
                         "--val-fraction or lower --block-tokens", (unsigned long long)n_val,
                         c->seq_len);
+    cJSON *data = NULL;
+    char err[512];
+    if (run_data_identity(c, &data, err, sizeof err)) {
+        fprintf(stderr, "study-train: the data's SHA-256: %s\n", err);
+        return CLI_EXIT_FAILED;
+    }
     if (o.check) {
-        print_facts(c, d, n_train, n_val, n_windows);
+        print_facts(c, d, data, n_train, n_val, n_windows);
+        cJSON_Delete(data);
         induct_dataset_free(d);
         return 0;
     }
-    if (o.time_step) return time_step(&o, d);
+    if (o.time_step) {
+        cJSON_Delete(data);
+        return time_step(&o, d);
+    }
 
     if (run_mkdir_p(o.out)) {
         fprintf(stderr, "study-train: cannot create --out '%s': %s\n", o.out, strerror(errno));
         return CLI_EXIT_FAILED;
     }
-    check_config(&o, o.out);
+    check_config(&o, o.out, data);
+    cJSON_Delete(data);
     char *done = run_path(o.out, "train.json");
     if (access(done, F_OK) == 0) {
         printf("study-train: [%s] already trained (%s)\n", c->model, done);

@@ -1016,6 +1016,198 @@ def test_runner_reports_failed_model_and_resumes(corpus, runs, tmp_path):
     assert r.returncode == 2 and "another plan" in r.stderr
 
 
+def tree_files(d):
+    """{relative path: bytes} of every file under d."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = fh.read()
+    return out
+
+
+REPORT_OUTPUTS = ("summary.json", "summary.md", "metrics.jsonl")
+
+
+def retrain(d, name, train_extra=(), analyse_extra=()):
+    """Model `name` of the study in d trained and analysed again by the stages, with the
+    plan's flags (study.json) and any extra ones (the last value of a flag wins)."""
+    plan = json.load(open(os.path.join(d, "study.json")))
+    rd = os.path.join(d, name)
+    shutil.rmtree(rd)
+    r = subprocess.run([TRAIN] + plan["train_args"] + ["--model", name, "--steps",
+                       str(plan["model_steps"][name])] + list(train_extra) + ["--out", rd],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([ANALYSE, "--out", rd] + plan["analyse_args"] + list(analyse_extra),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def sha256_of(path):
+    import hashlib
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_report_reads_only_the_run_directories(corpus, tmp_path):
+    """report.py reads the run directories of study.json's models and nothing else: the
+    study moved elsewhere, its data file deleted and a stray directory beside the runs,
+    it writes the summary the runner wrote and changes no file of the runs. A run
+    directory that is not what study.json expects is refused (exit 1) with its path and
+    what differs, and nothing is written: a run trained with another setting, on another
+    data file at the same path (same size, so the analyses' data sections agree and only
+    the SHA-256 tells), of another model, of another step budget, analysed for another
+    model, not analysed, or analysed with other evaluation settings."""
+    data = str(tmp_path / "text.txt")
+    shutil.copy(corpus, data)
+    first = str(tmp_path / "study")
+    r = run(["--text", data, "--out", first, "--models", ",".join(MODELS)] + TINY)
+    assert r.returncode == 0, r.stderr
+    ref = json.load(open(os.path.join(first, "summary.json")))
+    ref_md = open(os.path.join(first, "summary.md")).read()
+    ref_metrics = open(os.path.join(first, "metrics.jsonl")).read()
+    plan = json.load(open(os.path.join(first, "study.json")))
+    assert plan["data"] == {"sha256": sha256_of(data), "bytes": os.path.getsize(data),
+                            "files": 1}
+    assert plan["settings"]["text"] == data and "model" not in plan["settings"]
+
+    d = str(tmp_path / "moved")
+    shutil.move(first, d)
+    os.unlink(data)
+    for f in REPORT_OUTPUTS:
+        os.unlink(os.path.join(d, f))
+    os.makedirs(os.path.join(d, "3L"))  # not in the plan: never read
+    with open(os.path.join(d, "3L", "config.json"), "w") as f:
+        f.write("not JSON")
+    runs_before = tree_files(d)
+    rep = lambda x: subprocess.run([sys.executable, REPORT, x, "--build", BUILD],  # noqa: E731
+                                   capture_output=True, text=True)
+    r = rep(d)
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(os.path.join(d, "summary.json"))) == ref
+    assert open(os.path.join(d, "metrics.jsonl")).read() == ref_metrics
+    assert open(os.path.join(d, "summary.md")).read().replace(d, first) == ref_md
+    after = tree_files(d)
+    assert {k: v for k, v in after.items() if k not in REPORT_OUTPUTS} == runs_before
+    for f in REPORT_OUTPUTS:
+        os.unlink(os.path.join(d, f))
+    shutil.rmtree(os.path.join(d, "3L"))
+
+    shutil.copy(corpus, data)  # the data again, for the runs trained below
+    changed = open(corpus).read()
+    changed = changed.replace(" lord ", " word ", 1)
+    assert len(changed) == os.path.getsize(corpus) and changed != open(corpus).read()
+
+    def case(name, change, needle):
+        c = str(tmp_path / name)
+        shutil.copytree(d, c)
+        change(c)
+        before = tree_files(c)
+        r = rep(c)
+        assert r.returncode == 1, (name, r.stdout)
+        assert needle(c) in r.stderr, (name, r.stderr)
+        assert tree_files(c) == before, name  # nothing written
+        return c
+
+    case("settings", lambda c: retrain(c, "1L", ["--lr", "0.02"]),
+         lambda c: f"{c}/1L: trained with other settings than the study's (study.json): "
+                   f"lr 0.02 here, 0.01 in the study")
+
+    def other_data(c):
+        with open(data, "w") as f:
+            f.write(changed)
+        try:
+            retrain(c, "1L")
+        finally:
+            shutil.copy(corpus, data)
+    c = case("data", other_data,
+             lambda c: f"{c}/1L: trained on other data than the study's: SHA-256 "
+                       f"{hashlib_of_text(changed)} ({len(changed)} bytes in 1 file) here, "
+                       f"SHA-256 {plan['data']['sha256']} ({len(changed)} bytes in 1 file) "
+                       f"in the study (study.json)")
+    # what the analyses record of the data does not tell these runs apart
+    assert json.load(open(os.path.join(c, "1L", "analysis.json")))["config"]["data"] == \
+        json.load(open(os.path.join(c, "2L", "analysis.json")))["config"]["data"]
+
+    def other_model(c):
+        shutil.rmtree(os.path.join(c, "1L"))
+        shutil.copytree(os.path.join(c, "2L"), os.path.join(c, "1L"))
+    case("model", other_model, lambda c: f"{c}/1L holds a run of model 2L, not 1L")
+    case("steps", lambda c: retrain(c, "1L", ["--steps", "4"]),
+         lambda c: f"{c}/1L: trained 4 steps, the study's 1L 6 (study.json)")
+    case("analysis", lambda c: shutil.copy(os.path.join(c, "2L", "analysis.json"),
+                                           os.path.join(c, "1L", "analysis.json")),
+         lambda c: f"{c}/1L/analysis.json is not the analysis of model 1L")
+    case("unanalysed", lambda c: os.unlink(os.path.join(c, "1L", "analysis.json")),
+         lambda c: f"{c}/1L/analysis.json is missing")
+    case("evaluation", lambda c: retrain(c, "1L", analyse_extra=["--icl-windows", "32"]),
+         lambda c: "1L: its analysis's evaluation settings differ from 2L's: not one study")
+
+
+def hashlib_of_text(text):
+    import hashlib
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_stages_refuse_changed_data(corpus, tmp_path):
+    """The data's identity in config.json is the SHA-256 of the file (what sha256sum
+    prints), or for a directory of the lines "<SHA-256>  <relative path>" of the files
+    read (links not followed, names ending in --suffix, byte order). When the data
+    changes after a run started, study-train refuses to go on (exit 2), study-analyse
+    refuses to analyse (exit 1) and the runner refuses the study (exit 2), each saying
+    so, and nothing is changed."""
+    import hashlib
+    data = str(tmp_path / "text.txt")
+    shutil.copy(corpus, data)
+    d = str(tmp_path / "run")
+    args = ["--model", "1L", "--steps", "4", "--eval-every", "2"]
+    r = subprocess.run([TRAIN, "--text", data, "--out", d] + STAGE_TRAIN + args,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    assert cfg["data"] == {"sha256": sha256_of(data), "bytes": os.path.getsize(data),
+                           "files": 1}
+    text = open(corpus).read()
+    with open(data, "w") as f:
+        f.write(text.replace(" lord ", " word ", 1))
+    before = tree_files(d)
+    r = subprocess.run([TRAIN, "--text", data, "--out", d] + STAGE_TRAIN + args,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "trained on other data" in r.stderr and \
+        sha256_of(data) in r.stderr and cfg["data"]["sha256"] in r.stderr, r.stderr
+    r = subprocess.run([ANALYSE, "--out", d] + STAGE_ANALYSE, capture_output=True, text=True)
+    assert r.returncode == 1 and f"{data} is not the data {d} was trained on" in r.stderr, \
+        r.stderr
+    assert tree_files(d) == before
+
+    # the runner: the same command after the data changed
+    shutil.copy(corpus, data)
+    s = str(tmp_path / "study")
+    args = ["--text", data, "--out", s, "--models", "1L", "--no-report"] + TINY
+    assert run(args).returncode == 0
+    with open(data, "w") as f:
+        f.write(text.replace(" lord ", " word ", 1))
+    r = run(args)
+    assert r.returncode == 2 and "holds a study of other data" in r.stderr, r.stderr
+
+    # a directory: the files the library reads, as sha256sum lists them
+    tree = tmp_path / "tree"
+    (tree / "b").mkdir(parents=True)
+    lines = text.splitlines(keepends=True)
+    (tree / "b" / "two.txt").write_text("".join(lines[: len(lines) // 2]))
+    (tree / "a.txt").write_text("".join(lines[len(lines) // 2:]))
+    (tree / "skipped.md").write_text("not read")
+    os.symlink("a.txt", tree / "link.txt")  # links are not followed
+    r = subprocess.run([TRAIN, "--check", "--text", str(tree), "--suffix", ".txt"]
+                       + STAGE_TRAIN, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    listing = "".join(f"{sha256_of(str(tree / p))}  {p}\n" for p in ("a.txt", "b/two.txt"))
+    assert json.loads(r.stdout)["data"] == {
+        "sha256": hashlib.sha256(listing.encode()).hexdigest(),
+        "bytes": len(text.encode()), "files": 2}
+
+
 def test_report_numbers_are_cjsons():
     """report.py writes every number as the C stages' printer (cJSON) does: for doubles of
     every kind, its value equals what libcjson itself prints, read back."""
