@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 static double cpu_s(void) {
     struct timespec t;

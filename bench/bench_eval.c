@@ -1,4 +1,4 @@
-/* Time the phase-change example's evaluation (examples/phase_change.c, eval_groups) on
+/* Time the phase-change example's evaluation (study/phase_change.c, eval_groups) on
  * its model shape: 2 layers, 2 heads, d_model 64, attention only, LayerNorm, shortformer
  * positions, d_vocab 2049, n_ctx 512; groups of windows of an RRT dataset, chunk 8.
  * Each group runs induct_analysis_loss_vectors() over all 511 positions ("full"), then

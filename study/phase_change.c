@@ -2124,7 +2124,7 @@ static char *markdown(shared *sh, const check *c, const char *dir) {
     const char *figs[5] = {"phase_change.png", "attention.png", "ablation.png", "pca.png",
                            "loss_by_position.png"};
     for (int k = 0; k < 5; k++) MD("- %s/%s\n", dir, figs[k]);
-    MD("\n(drawn by /usr/bin/python3 %s/examples/plot_phase_change.py %s; "
+    MD("\n(drawn by /usr/bin/python3 %s/study/plot_phase_change.py %s; "
        "scripts/phase-change.sh runs it after the program)\n",
        PHASE_CHANGE_SOURCE_ROOT, dir);
 #undef MD

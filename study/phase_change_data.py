@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PIN = os.path.join(REPO, "examples", "phase_change_corpus.json")
+PIN = os.path.join(REPO, "study", "phase_change_corpus.json")
 NOT_COMPARABLE = "results are not comparable with the documented ones"
 TAG = "phase-change.sh:"
 

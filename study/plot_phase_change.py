@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Figures of a phase-change run (examples/phase_change.c, docs/phase-change.md).
+"""Figures of a phase-change run (study/phase_change.c, docs/phase-change.md).
 
-Usage: /usr/bin/python3 examples/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
+Usage: /usr/bin/python3 study/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
                                                       [--tokenizer SPM_MODEL]
 
 Reads RUN_DIR/metrics.jsonl, RUN_DIR/summary.json and RUN_DIR/<model>/final.safetensors

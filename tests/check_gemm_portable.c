@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "testutil.h"
 
 static uint64_t rng = 1;

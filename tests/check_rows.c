@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "model/model.h"
 #include "testutil.h"
 
 typedef struct rows_variant {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
 
 _Static_assert(INDUCT__ABL_NONE == INDUCT_ABLATE_NONE && INDUCT__ABL_ZERO == INDUCT_ABLATE_ZERO &&
                    INDUCT__ABL_MEAN == INDUCT_ABLATE_MEAN,

@@ -1,31 +1,15 @@
-/* analysis: helpers shared by the lib/analysis_*.c files. Private. */
-#ifndef INDUCT_ANALYSIS_INTERNAL_H
-#define INDUCT_ANALYSIS_INTERNAL_H
+/* lib/analysis: what the library measures on a model: the evaluation set and the ICL
+ * score, attention read-outs, probes and head scores, weight-based scores, head ablation
+ * and attribution, key-value read-outs, PCA. Private: never installed. Includes the
+ * wings below it: core, kernels (products and LAPACK through the one serial rule), model
+ * and data. */
+#ifndef INDUCT_ANALYSIS_H
+#define INDUCT_ANALYSIS_H
 
-#include "induct_internal.h"
+#include "data/data.h"
+#include "model/model.h"
 
-/* ---- single-threaded BLAS/LAPACK (analysis_util.c) ------------------------------
- * libinduct links OpenBLAS's OpenMP build, which sizes its own team from
- * omp_get_max_threads() when called outside a parallel region. The analysis code
- * calls it from a one-thread region instead (as lib/kernels.c does), so no thread
- * but the caller's runs, the caller's OpenMP settings are untouched, and results
- * do not depend on the thread count. Row-major throughout. */
-void induct__an_sgemm(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
-                      const float *A, size_t lda, const float *B, size_t ldb, float beta, float *C,
-                      size_t ldc);
-void induct__an_dgemm(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
-                      const double *A, size_t lda, const double *B, size_t ldb, double beta,
-                      double *C, size_t ldc);
-/* INDUCT_OK, or INDUCT_ENOTSUP naming `fn` in a build without LAPACKE (the portable
- * WebAssembly build): the LAPACK-based analyses call it first. */
-int induct__an_lapack(const char *fn);
-/* Eigenvalues of the n x n row-major matrix a (overwritten). LAPACKE info. */
-int induct__an_dgeev(size_t n, double *a, double *wr, double *wi);
-/* Thin SVD of the m x n row-major matrix a (overwritten): u [m][k], s [k],
- * vt [k][n], k = min(m, n). LAPACKE info. */
-int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, double *vt);
-
-/* ---- the prefix-matching score (analysis_heads.c) --------------------------------
+/* ---- the prefix-matching score (probes.c) ---------------------------------------
  * One head, one sequence with a repeated block of length P from position `off` on:
  * adds to *s the attention A[p][p − mP + shift] of every query p = off + (r−1)P + i for
  * r = 2 … R, i = i_from … P−1, m = 1 … r−1, in that order, and returns the number of
@@ -37,7 +21,13 @@ int induct__an_dgesdd(size_t m, size_t n, double *a, double *s, double *u, doubl
 size_t induct__repeat_attention(const float *A, size_t T, size_t off, size_t P, size_t R,
                                 size_t i_from, size_t shift, double *s);
 
-/* ---- output buffers -------------------------------------------------------------- */
+/* ---- attention read-outs (readouts.c) -------------------------------------------
+ * Add to s[l * n_heads + h] each of the nb sequences' previous-token score (mean over
+ * p >= 1 of pattern[p][p-1]) from the patterns of the last forward pass of length T,
+ * sequences in order (the training driver's one evaluation pass shares it). */
+void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
+
+/* ---- output buffers (outputs.c) ------------------------------------------------ */
 /* Check a caller buffer of `need` elements: sets *len, EBUFSIZE with the length. */
 int induct__an_out(const char *fn, const char *shape, size_t need, const void *out, size_t cap,
                    size_t *len);
@@ -47,7 +37,7 @@ int induct__an_heads_out(const induct_model *m, const char *fn, const void *out,
 /* Fail with EINTERRUPTED if induct_model_interrupt() was called. */
 int induct__an_interrupted(induct_model *m, const char *fn);
 
-/* ---- the evaluation set (analysis_eval.c) ------------------------------------------ */
+/* ---- the evaluation set (eval.c) ------------------------------------------ */
 typedef struct induct__eval {
     int32_t *tok; /* [n_seq][T], validated against the model */
     uint32_t n_seq, T, chunk;

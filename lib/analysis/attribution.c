@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
+#include "kernels/kernels.h"
 
 /* ---- attribution: general path ---------------------------------------------------- */
 
@@ -150,14 +151,14 @@ static int attribution_fast(induct_model *m, const induct__eval *ev, uint32_t mo
                 if (last) {
                     for (size_t i = 0; i < nd; i++)
                         memcpy(cr + i * D, clean + rows[i] * D, D * sizeof *cr);
-                    induct__an_sgemm(0, 0, nd, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
-                                     cr, D);
+                    induct__gemm_serial(0, 0, nd, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
+                                        cr, D);
                     for (size_t i = 0; i < nd; i++)
                         memcpy(resid + rows[i] * D, cr + i * D, D * sizeof *cr);
                 } else {
                     memcpy(resid, clean, Nb * D * sizeof *clean);
-                    induct__an_sgemm(0, 0, Nb, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
-                                     resid, D);
+                    induct__gemm_serial(0, 0, Nb, D, dh, 1.0f, zd, dh, W_O + h * dh * D, D, 1.0f,
+                                        resid, D);
                 }
                 rc = induct__forward(m, &p, NULL);
                 double acc = 0.0;

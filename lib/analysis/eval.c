@@ -6,19 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
 
-#define STRUCT_SIZE_CAP 4096
 /* the first layout, without positions: callers compiled against it still work */
 #define EVAL_CONFIG_MIN offsetof(induct_eval_config, positions)
 
 INDUCT_API int induct_eval_config_init(induct_eval_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_eval_config_init: cfg is NULL");
     /* a caller compiled before `positions` was appended passes the older size (the
      * fields set below all lie inside it) */
-    INDUCT_FAIL_IF(size < EVAL_CONFIG_MIN || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_eval_config_init: size %zu, expected %zu to %d", size,
-                   (size_t)EVAL_CONFIG_MIN, STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, EVAL_CONFIG_MIN);
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->n_seq = 8;
@@ -320,10 +316,7 @@ int induct__analysis_loss_vectors(induct_model *m, const induct_dataset *d,
 /* ---- phase-change window ------------------------------------------------------- */
 
 INDUCT_API int induct_phase_config_init(induct_phase_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_phase_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_phase_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_phase_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_phase_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_phase_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->lo_frac = 0.1;

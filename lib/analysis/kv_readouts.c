@@ -4,7 +4,7 @@
  * pass, a workspace that stays small). */
 #include <stdlib.h>
 
-#include "induct_internal.h"
+#include "analysis.h"
 
 typedef struct kv_eval {
     int32_t *tok;  /* [n_seq][T] */

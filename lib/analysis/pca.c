@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
+#include "kernels/kernels.h"
 
 INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_cols, uint32_t k,
                                    float *scores_out, size_t scores_cap, float *components_out,
@@ -12,7 +13,7 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
                                    double *total_variance_out) {
     const char *fn = "induct_analysis_pca";
     INDUCT_FAIL_IF(!x || !scores_out, INDUCT_EINVAL, "%s: NULL x or scores_out", fn);
-    INDUCT_TRY(induct__an_lapack(fn));
+    INDUCT_TRY(induct__lapack_check(fn));
     INDUCT_FAIL_IF((!components_out && components_cap) || (!variance_out && variance_cap),
                    INDUCT_EINVAL, "%s: a NULL buffer needs capacity 0", fn);
     INDUCT_FAIL_IF(n_rows < 2 || n_cols < 1, INDUCT_EINVAL,
@@ -49,7 +50,7 @@ INDUCT_API int induct_analysis_pca(const float *x, uint32_t n_rows, uint32_t n_c
         for (size_t i = 0; i < m; i++)
             a[i * n + j] = (double)x[i * n + j] - mu;
     }
-    int info = induct__an_dgesdd(m, n, a, s, u, vt);
+    int info = induct__dgesdd(m, n, a, s, u, vt);
     int rc = INDUCT_OK;
     if (info != 0) {
         rc = induct__fail(INDUCT_ERROR, "%s: LAPACKE_dgesdd failed (info %d)", fn, info);

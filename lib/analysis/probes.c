@@ -5,15 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
+#include "kernels/kernels.h"
 
-#define STRUCT_SIZE_CAP 4096
 
 INDUCT_API int induct_probe_config_init(induct_probe_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_probe_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_probe_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_probe_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_probe_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_probe_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->n_seq = 10;
@@ -243,8 +240,8 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
         const float *z = induct__ws(m, m->A[l].z), *att = induct__ws(m, m->A[l].att);
         for (size_t h = 0; h < H; h++) {
             /* c_p = z_{p,h} W_O[h], all rows at once */
-            induct__an_sgemm(0, 0, N, D, dh, 1.0f, z + h * dh, HD,
-                             m->params + m->L[l].W_O + h * dh * D, D, 0.0f, cbuf, D);
+            induct__gemm_serial(0, 0, N, D, dh, 1.0f, z + h * dh, HD,
+                                m->params + m->L[l].W_O + h * dh * D, D, 0.0f, cbuf, D);
             double num = 0.0, den = 0.0;
             for (size_t b = 0; b < pr.n_seq; b++) {
                 const float *A = att + (b * H + h) * T * T;
@@ -291,10 +288,7 @@ INDUCT_API int induct_analysis_copying(induct_model *m, const induct_probe_confi
 /* ---- classification -------------------------------------------------------------- */
 
 INDUCT_API int induct_classify_config_init(induct_classify_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_classify_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_classify_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_classify_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_classify_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_classify_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->previous_token = 0.4;

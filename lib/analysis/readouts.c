@@ -1,9 +1,9 @@
 /* Attention read-outs on a dataset: the induction score (the prefix-matching score of
- * analysis_heads.c read on repeated random tokens) and the ICL paper's previous-token
+ * probes.c read on repeated random tokens) and the ICL paper's previous-token
  * score, per head. */
 #include <stdlib.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
 
 /* Batch 0 of the eval split: tokens and metadata (caller frees *tok and *meta). */
 static int eval_batch(induct_model *m, const induct_dataset *d, uint32_t n_seq, uint32_t T,

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis_internal.h"
+#include "analysis.h"
+#include "kernels/kernels.h"
 
 /* Copy a float matrix block into doubles. */
 static void to_double(double *dst, const float *src, size_t n) {
@@ -17,7 +18,7 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
     const char *fn = "induct_analysis_copying_eigen";
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__an_heads_out(m, fn, out, out_cap, out_len));
-    INDUCT_TRY(induct__an_lapack(fn));
+    INDUCT_TRY(induct__lapack_check(fn));
     const induct_model_config *c = &m->cfg;
     size_t D = c->d_model, V = c->d_vocab, H = c->n_heads, dh = c->d_head;
     /* UE = W_U W_E [D][D], computed once; then per head W_O[h] UE W_V[h] [dh][dh] */
@@ -46,15 +47,15 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
     if (rc == INDUCT_OK) {
         to_double(WU, m->params + m->W_U, nDV);
         to_double(WE, m->params + m->W_E, nDV);
-        induct__an_dgemm(0, 0, D, D, V, 1.0, WU, V, WE, D, 0.0, UE, D);
+        induct__dgemm_serial(0, 0, D, D, V, 1.0, WU, V, WE, D, 0.0, UE, D);
     }
     for (size_t l = 0; rc == INDUCT_OK && l < c->n_layers; l++)
         for (size_t h = 0; rc == INDUCT_OK && h < H; h++) {
             to_double(Wo, m->params + m->L[l].W_O + h * dh * D, dh * D);
             to_double(Wv, m->params + m->L[l].W_V + h * D * dh, D * dh);
-            induct__an_dgemm(0, 0, dh, D, D, 1.0, Wo, D, UE, D, 0.0, t1, D);
-            induct__an_dgemm(0, 0, dh, dh, D, 1.0, t1, D, Wv, dh, 0.0, M, dh);
-            int info = induct__an_dgeev(dh, M, wr, wi);
+            induct__dgemm_serial(0, 0, dh, D, D, 1.0, Wo, D, UE, D, 0.0, t1, D);
+            induct__dgemm_serial(0, 0, dh, dh, D, 1.0, t1, D, Wv, dh, 0.0, M, dh);
+            int info = induct__dgeev(dh, M, wr, wi);
             if (info != 0) {
                 rc = induct__fail(INDUCT_ERROR,
                                   "%s: LAPACKE_dgeev failed (info %d) for head (%zu, %zu)", fn,
@@ -87,8 +88,8 @@ INDUCT_API int induct_analysis_copying_eigen(const induct_model *m, float *out, 
 static double frob2_abct(const double *GA, const double *Bm, const double *GC, size_t dh,
                          double *tmp) {
     double *X = tmp, *Y = tmp + dh * dh;
-    induct__an_dgemm(0, 0, dh, dh, dh, 1.0, GA, dh, Bm, dh, 0.0, X, dh);
-    induct__an_dgemm(0, 0, dh, dh, dh, 1.0, Bm, dh, GC, dh, 0.0, Y, dh);
+    induct__dgemm_serial(0, 0, dh, dh, dh, 1.0, GA, dh, Bm, dh, 0.0, X, dh);
+    induct__dgemm_serial(0, 0, dh, dh, dh, 1.0, Bm, dh, GC, dh, 0.0, Y, dh);
     double s = 0.0;
     for (size_t i = 0; i < dh * dh; i++)
         s += X[i] * Y[i];
@@ -150,10 +151,14 @@ static void heads_grams(heads_f *f) {
     size_t D = f->D, dh = f->dh;
     for (size_t i = 0; i < f->n; i++) {
         size_t o = i * D * dh, g = i * dh * dh;
-        induct__an_dgemm(1, 0, dh, dh, D, 1.0, f->WQ + o, dh, f->WQ + o, dh, 0.0, f->GQ + g, dh);
-        induct__an_dgemm(1, 0, dh, dh, D, 1.0, f->WK + o, dh, f->WK + o, dh, 0.0, f->GK + g, dh);
-        induct__an_dgemm(1, 0, dh, dh, D, 1.0, f->WV + o, dh, f->WV + o, dh, 0.0, f->GV + g, dh);
-        induct__an_dgemm(0, 1, dh, dh, D, 1.0, f->WO + o, D, f->WO + o, D, 0.0, f->GOt + g, dh);
+        induct__dgemm_serial(1, 0, dh, dh, D, 1.0, f->WQ + o, dh, f->WQ + o, dh, 0.0, f->GQ + g,
+                             dh);
+        induct__dgemm_serial(1, 0, dh, dh, D, 1.0, f->WK + o, dh, f->WK + o, dh, 0.0, f->GK + g,
+                             dh);
+        induct__dgemm_serial(1, 0, dh, dh, D, 1.0, f->WV + o, dh, f->WV + o, dh, 0.0, f->GV + g,
+                             dh);
+        induct__dgemm_serial(0, 1, dh, dh, D, 1.0, f->WO + o, D, f->WO + o, D, 0.0, f->GOt + g,
+                             dh);
     }
 }
 
@@ -179,7 +184,8 @@ static double comp_score(const heads_f *f, size_t i, size_t j, uint32_t kind, do
         GC = kind == INDUCT_COMPOSITION_Q ? f->GK + gj : f->GQ + gj;
     }
     if (ov_i <= 0.0 || second <= 0.0) return 0.0;
-    induct__an_dgemm(0, 0, dh, dh, D, 1.0, f->WO + i * dh * D, D, Bright, dh, 0.0, Bm, dh);
+    induct__dgemm_serial(0, 0, dh, dh, D, 1.0, f->WO + i * dh * D, D, Bright, dh, 0.0, Bm,
+                         dh);
     double num = frob2_abct(f->GV + gi, Bm, GC, dh, tmp);
     return sqrt(num) / (sqrt(ov_i) * sqrt(second));
 }

@@ -11,14 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "induct_internal.h"
+#include "core.h"
 
 static atomic_uint tmp_counter;
-
-static const char *errstr(int e, char *buf, size_t cap) {
-    if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "error %d", e);
-    return buf;
-}
 
 static void fsync_parent_dir(const char *path) {
     char *dir = strdup(path);
@@ -54,7 +49,7 @@ int induct__write_atomic(const char *path, const char *what, induct__write_fn wr
     if (fd < 0) {
         int e = errno;
         int rc = induct__fail(INDUCT_EIO, "%s '%s': cannot create temporary file '%s': %s", what,
-                              path, tmp, errstr(e, eb, sizeof eb));
+                              path, tmp, induct__errstr(e, eb, sizeof eb));
         free(tmp);
         return rc;
     }
@@ -65,7 +60,7 @@ int induct__write_atomic(const char *path, const char *what, induct__write_fn wr
         unlink(tmp);
         free(tmp);
         return induct__fail(INDUCT_EIO, "%s '%s': fdopen: %s", what, path,
-                            errstr(e, eb, sizeof eb));
+                            induct__errstr(e, eb, sizeof eb));
     }
     errno = 0;
     int ok = write_fn(f, user) == 0;
@@ -78,7 +73,7 @@ int induct__write_atomic(const char *path, const char *what, induct__write_fn wr
         unlink(tmp);
         free(tmp);
         return induct__fail(INDUCT_EIO, "%s '%s': writing failed: %s", what, path,
-                            errstr(e ? e : EIO, eb, sizeof eb));
+                            induct__errstr(e ? e : EIO, eb, sizeof eb));
     }
     free(tmp);
     fsync_parent_dir(path);

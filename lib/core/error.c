@@ -1,8 +1,9 @@
 /* Status table lookups and the per-thread last-error message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "induct_internal.h"
+#include "core.h"
 
 /* The enum in induct.h is written out (so that each code is documented); the
  * table is what the lookups below use. Both must agree. */
@@ -47,6 +48,11 @@ INDUCT_API int induct_last_error_code(void) { return last_code; }
 INDUCT_API void induct_error_clear(void) {
     last_msg[0] = '\0';
     last_code = INDUCT_OK;
+}
+
+const char *induct__errstr(int e, char *buf, size_t cap) {
+    if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "error %d", e);
+    return buf;
 }
 
 int induct__fail(int status, const char *fmt, ...) {

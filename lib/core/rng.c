@@ -1,7 +1,7 @@
 /* Explicit-state PRNG: xoshiro256** seeded through splitmix64. No globals. */
 #include <math.h>
 
-#include "induct_internal.h"
+#include "core.h"
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dataset_stream.h"
+#include "stream.h"
 
 static int ds_alloc(induct_dataset **out, int kind) {
     induct_dataset *d = calloc(1, sizeof *d);
@@ -27,6 +27,22 @@ INDUCT_API int induct_dataset_bos(const induct_dataset *d, int32_t *bos_out) {
     *bos_out = d->kind == INDUCT__DS_RRT      ? d->rrt.bos
                : d->kind == INDUCT__DS_STREAM ? d->stream->bos
                                               : -1; /* token arrays, key-value tasks */
+    return INDUCT_OK;
+}
+
+INDUCT_API int induct_rrt_config_init(induct_rrt_config *cfg, size_t size) {
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_rrt_config));
+    memset(cfg, 0, size);
+    cfg->size = size;
+    cfg->d_vocab = 64;
+    cfg->n_repeats = 2;
+    cfg->min_block = 8;
+    cfg->max_block = 0;
+    cfg->token_lo = 0;
+    cfg->token_hi = 0;
+    cfg->bos = -1;
+    cfg->distinct_block = 0;
+    cfg->seed = 0;
     return INDUCT_OK;
 }
 

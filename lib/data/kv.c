@@ -5,15 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "data.h"
 
-#define STRUCT_SIZE_CAP 4096
 
 INDUCT_API int induct_kv_config_init(induct_kv_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_kv_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_kv_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_kv_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_kv_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_kv_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->d_vocab = 64;

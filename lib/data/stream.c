@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dataset_stream.h"
+#include "stream.h"
 
 __extension__ typedef unsigned __int128 u128;
 

@@ -4,7 +4,7 @@
 #ifndef INDUCT_DATASET_STREAM_H
 #define INDUCT_DATASET_STREAM_H
 
-#include "induct_internal.h"
+#include "data.h"
 
 typedef struct induct__store {
     const unsigned char *data; /* first token of an in-memory store, or NULL for a file */

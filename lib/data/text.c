@@ -10,15 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dataset_stream.h"
+#include "stream.h"
 
-#define STRUCT_SIZE_CAP 4096
 
 INDUCT_API int induct_text_config_init(induct_text_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_text_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_text_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_text_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_text_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_text_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->bos = 0;

@@ -12,17 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dataset_stream.h"
+#include "stream.h"
 
-#define STRUCT_SIZE_CAP 4096
 #define LLMC_HEADER_INTS 256
 #define LLMC_HEADER_BYTES (LLMC_HEADER_INTS * 4)
 
 INDUCT_API int induct_token_file_config_init(induct_token_file_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_token_file_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_token_file_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_token_file_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_token_file_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_token_file_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->format = INDUCT_TOKFILE_U16;

@@ -1,8 +1,8 @@
 /* Byte-level tokenizer: the id convention of the byte-level text datasets
- * (dataset_text.c): byte b is id b, the optional BOS is INDUCT_TEXT_BOS (256). */
+ * (text.c): byte b is id b, the optional BOS is INDUCT_TEXT_BOS (256). */
 #include <string.h>
 
-#include "induct_internal.h"
+#include "data.h"
 
 INDUCT_API int induct_text_encode(const void *bytes, size_t n, uint32_t bos, int32_t *out,
                                   size_t out_cap, size_t *out_len) {

@@ -1,13 +1,21 @@
-/* Transformer kernels: pure functions with explicit shapes, no allocation.
- * Backward kernels ACCUMULATE (+=) into parameter gradients and into input
- * gradients unless stated otherwise. All arrays row-major. N = B*T rows. */
+/* lib/kernels: the transformer's kernels, pure functions with explicit shapes that
+ * allocate nothing, and the rules that keep their results independent of the thread
+ * count. Backward kernels ACCUMULATE (+=) into parameter gradients and into input
+ * gradients unless stated otherwise. All arrays row-major. N = B*T rows. Private: never
+ * installed; includes no other wing (the model, training and analysis wings call it).
+ * Every kernel family has its file: gemm.c (matrix products), linear.c, embedding.c,
+ * layernorm.c, attention.c, unembed.c (the unembedding and the cross-entropy), gelu.c,
+ * adamw.c, linalg.c (LAPACK), simd.c (which instruction set runs); the vector code of a
+ * family is its *_vec.c, compiled once per instruction set (simd.h). The reference kernels
+ * the tests compare with are reference.h, outside the library. */
 #ifndef INDUCT_KERNELS_H
 #define INDUCT_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* The OpenBLAS build the process uses (see kernels.c); the first call settles its
+/* ---- matrix products (gemm.c) ------------------------------------------------------ */
+/* The OpenBLAS build the process uses (see gemm.c); the first call settles its
  * threading (the pthread build is set to one thread). Any thread may call it. With the
  * portable product (INDUCT_PORTABLE_GEMM) there is no BLAS: INDUCT__BLAS_OPENMP, whose
  * rules (any thread may call, no pool of its own) are the portable product's. */
@@ -37,6 +45,19 @@ typedef struct induct__gemm_args {
 } induct__gemm_args;
 void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *y);
 
+/* One single-threaded product, sgemm or dgemm: C[M,N] = alpha op(A) op(B) + beta C,
+ * row-major, under the one serial rule of every BLAS and LAPACK call of the library
+ * (gemm.c): outside a parallel region in a one-thread region (OpenBLAS's OpenMP build
+ * then starts no team of its own, and the caller's OpenMP settings are untouched), inside
+ * one directly, and serialised where the BLAS is the sequential build. The same bits for
+ * any thread count. M or N 0: nothing. */
+void induct__gemm_serial(int transA, int transB, size_t M, size_t N, size_t K, float alpha,
+                         const float *A, size_t lda, const float *B, size_t ldb, float beta,
+                         float *C, size_t ldc);
+void induct__dgemm_serial(int transA, int transB, size_t M, size_t N, size_t K, double alpha,
+                          const double *A, size_t lda, const double *B, size_t ldb, double beta,
+                          double *C, size_t ldc);
+
 /* The portable product (gemm_portable.c): same contract as one single-threaded sgemm /
  * dgemm call, plain C loops written for the vectoriser; always compiled (tests compare
  * it with CBLAS), the library's path only with INDUCT_PORTABLE_GEMM. */
@@ -47,37 +68,26 @@ void induct__dgemm_portable(int transA, int transB, size_t M, size_t N, size_t K
                             const double *A, size_t lda, const double *B, size_t ldb,
                             double beta, double *C, size_t ldc);
 
-/* out[N,D] = W_E[tokens] (+ W_pos[t] when W_pos != NULL). */
-void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
-                           const float *W_pos, size_t B, size_t T, size_t D, int nt);
-/* dW_E[tok] += dout; dW_pos[t] += sum_b dout (when dW_pos != NULL). Serial, fixed order. */
-void induct__embed_backward(float *dW_E, float *dW_pos, const float *dout, const int32_t *tokens,
-                            size_t B, size_t T, size_t D);
+/* C[M,N] = inp[M,N] + bias[N] + A[M,K] B[K,N] (inp may be NULL: C = bias + A B), rows
+ * of C, inp, A with strides ldc, ldi, lda; bias added before the product (beta = 1). */
+void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                       size_t ldi, const float *bias);
+/* Rows rows[0 .. n) (< M, any order) of the M-row product induct__gemm_bias(nt, M, N, K,
+ * A, lda, B, ldb, C, ldc, inp, ldi, bias) (bias not NULL), with the bits the whole call
+ * gives them. Other rows of A and inp are read, and C's other rows written (with what
+ * their inputs give), only when the gathered product would have more than half the
+ * whole one's rows: then the whole product is computed. scratch:
+ * induct__gemm_bias_rows_scratch(M, N, K, rows, n) floats (0 in that case; else rows of
+ * K + N floats, at most M / 2 of them). */
+void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
+                            const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
+                            size_t ldi, const float *bias, const size_t *rows, size_t n,
+                            float *scratch);
+size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
+                                      size_t n);
 
-/* out[t-rows] = inp + W_pos[t]: add positions row-wise (B sequences of T rows). */
-void induct__add_pos(float *out, const float *inp, const float *W_pos, size_t B, size_t T,
-                     size_t D, int nt);
-/* dW_pos[t] += sum_b dout[b,t]. */
-void induct__pos_backward(float *dW_pos, const float *dout, size_t B, size_t T, size_t D);
-
-/* LayerNorm over the last dim, eps 1e-5, biased variance. */
-void induct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                               const float *w, const float *b, size_t N, size_t D, int nt);
-/* dinp += ..., dw += ..., db += ... */
-void induct__layernorm_backward(float *dinp, float *dw, float *db, const float *dout,
-                                const float *inp, const float *mean, const float *rstd,
-                                const float *w, size_t N, size_t D, int nt);
-
-/* The backward of a LayerNorm whose normalised output xhat = (x - mean) * rstd a hook
- * overwrote where mask[n*D+i] is set, the layer's output being xhat_hooked * w + b:
- * dw += sum_n dout * xhat_hooked (the values the hook left, `xhat`), db += sum_n dout;
- * dinp += the unhooked LayerNorm's backward of d xhat = dout * w, set to 0 where the
- * hook wrote (those entries are constants). */
-void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
-                                       const float *inp, const float *mean, const float *rstd,
-                                       const float *w, const float *xhat, const uint8_t *mask,
-                                       size_t N, size_t D, int nt);
-
+/* ---- linear layers (linear.c) ------------------------------------------------------ */
 /* out[N,C] = inp[N,K] @ W[K,C] + bias[C] (bias may be NULL). */
 void induct__linear_forward(float *out, const float *inp, const float *W, const float *bias,
                             size_t N, size_t K, size_t C, int nt);
@@ -90,6 +100,60 @@ size_t induct__linear_backward_scratch(size_t N, size_t K, size_t C);
 /* dbias[C] += column sums of dout[N, ld] (first C columns). */
 void induct__colsum(float *dbias, const float *dout, size_t N, size_t C, size_t ld, int nt);
 
+/* The per-head outputs res[n][h][:] = z[n][h*dh .. +dh] W_O[h] ([N][H][D], rows of z with
+ * stride ldz; W_O [H][dh][D]), no bias: TransformerLens's hook_result. One sgemm per
+ * block of rows and head; the blocks do not depend on nt (the same bits for any thread
+ * count). */
+void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const float *z,
+                          size_t ldz, const float *W_O, float *res);
+
+/* a[i] += b[i] */
+void induct__add_inplace(float *a, const float *b, size_t n, int nt);
+
+/* x[0..n) = 0, in parallel chunks. */
+void induct__zero(float *x, size_t n, int nt);
+
+/* ---- embeddings (embedding.c) ------------------------------------------------------ */
+/* out[N,D] = W_E[tokens] (+ W_pos[t] when W_pos != NULL). */
+void induct__embed_forward(float *out, const int32_t *tokens, const float *W_E,
+                           const float *W_pos, size_t B, size_t T, size_t D, int nt);
+
+/* out[t-rows] = inp + W_pos[t]: add positions row-wise (B sequences of T rows). */
+void induct__add_pos(float *out, const float *inp, const float *W_pos, size_t B, size_t T,
+                     size_t D, int nt);
+/* dW_pos[t] += sum_b dout[b,t]. */
+void induct__pos_backward(float *dW_pos, const float *dout, size_t B, size_t T, size_t D);
+/* dW_E[tok] += dout; dW_pos[t] += sum_b dout (when dW_pos != NULL), each element's rows
+ * summed in increasing n; parallel over column blocks. */
+void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
+                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
+
+/* Layer 0 folded into the embeddings. tab [V + T][3*HD]: rows 0..V-1 hold W_E W_X, rows
+ * V.. hold W_pos W_X, X = Q, K, V at columns x*HD. out[x][n] = (tab[tok_n][x] +
+ * tab[V + t_n][x] when pos[x]) + bias[x], n = b*T + t, rows of HD floats. */
+void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
+                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
+                         size_t HD, int nt);
+/* grp [V + T][3*HD] = (overwrite) per-token sums of d[x] (rows 0..V-1) and, when pos[x],
+ * per-position sums (rows V..V+T-1; else left 0); n summed in increasing order. */
+void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
+                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt);
+
+/* ---- LayerNorm (layernorm.c) -------------------------------------------------------- */
+/* LayerNorm over the last dim, eps 1e-5, biased variance. */
+void induct__layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                               const float *w, const float *b, size_t N, size_t D, int nt);
+/* The backward of a LayerNorm whose normalised output xhat = (x - mean) * rstd a hook
+ * overwrote where mask[n*D+i] is set, the layer's output being xhat_hooked * w + b:
+ * dw += sum_n dout * xhat_hooked (the values the hook left, `xhat`), db += sum_n dout;
+ * dinp += the unhooked LayerNorm's backward of d xhat = dout * w, set to 0 where the
+ * hook wrote (those entries are constants). */
+void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const float *dout,
+                                       const float *inp, const float *mean, const float *rstd,
+                                       const float *w, const float *xhat, const uint8_t *mask,
+                                       size_t N, size_t D, int nt);
+
+/* ---- attention (attention.c) -------------------------------------------------------- */
 /* Smeared keys (ICL paper): k[j] = s k_raw[j] + (1-s) k_raw[j-1] for j >= 1, s = sigmoid(alpha[h]).
  * k, k_raw: [B,T,H,dh]. */
 void induct__smear_forward(float *k, const float *k_raw, const float *alpha, size_t B, size_t T,
@@ -98,49 +162,11 @@ void induct__smear_forward(float *k, const float *k_raw, const float *alpha, siz
 void induct__smear_backward(float *dk_raw, float *dalpha_bh, const float *dk, const float *k_raw,
                             const float *alpha, size_t B, size_t T, size_t H, size_t dh, int nt);
 
-/* Causal attention. q,k,v,z: [B,T,H,dh]; att: [B,H,T,T] (post-softmax pattern,
- * upper triangle exactly 0). Scores q.k/sqrt(dh). */
-void induct__attention_forward(float *z, float *att, const float *q, const float *k,
-                               const float *v, size_t B, size_t T, size_t H, size_t dh, int nt);
-/* dq, dk, dv overwritten; datt scratch: nt * T * T floats. */
-void induct__attention_backward(float *dq, float *dk, float *dv, float *datt, const float *dz,
-                                const float *q, const float *k, const float *v, const float *att,
-                                size_t B, size_t T, size_t H, size_t dh, int nt);
-/* Numerically exact causal softmax of one row of `n` finite scores into out (n <= row length). */
-void induct__softmax_row(float *out, const float *scores, size_t n);
-
-/* GELU, tanh approximation (GPT-2 / TransformerLens "gelu_new"). */
-void induct__gelu_forward(float *out, const float *inp, size_t n, int nt);
-/* dinp = (overwrite) dout * gelu'(inp). */
-void induct__gelu_backward(float *dinp, const float *inp, const float *dout, size_t n, int nt);
-
-/* Per-token cross-entropy: losses[B,T-1] from logits[B,T,V] and next tokens. Returns the
- * sum of all losses (double). */
-double induct__xent_forward(float *losses, const float *logits, const int32_t *tokens, size_t B,
-                            size_t T, size_t V, int nt);
-/* dlogits (overwrite) = (softmax - onehot) * scale for p < T-1, 0 at p = T-1. */
-void induct__xent_backward(float *dlogits, const float *logits, const int32_t *tokens, size_t B,
-                           size_t T, size_t V, float scale, int nt);
-
-/* a[i] += b[i] */
-void induct__add_inplace(float *a, const float *b, size_t n, int nt);
-
-#endif
-
-/* ---- fused kernels (performance) ---------------------------------------------
- * Vectorised with AVX2+FMA when the CPU has them (runtime check), otherwise a scalar path
- * that performs the same operations in the same order (fmaf is correctly rounded), so
- * both paths give bit-identical results. Parallel over (batch, head) pairs only. */
-
-/* exp(x) for one float (Cephes-style polynomial, about 1 ulp): the function the fused
- * kernels use. 0 for x < -87.3, NaN propagates. Meant for x <= 0 (softmax, log-sum-exp). */
-float induct__expf(float x);
-
 /* Floats of per-thread scratch the fused attention kernels need for (T, d_head). */
 size_t induct__attn_scratch_floats(size_t T, size_t dh);
 
 /* Causal attention computing only k <= p, with scores, mask and softmax fused per row.
- * Same outputs as induct__attention_forward (att [B,H,T,T] with exact zeros above the
+ * The outputs of the reference induct__attention_forward (att [B,H,T,T] with exact zeros above the
  * diagonal; z [B,T,H,dh]). q, k, v, z rows have strides ldq, ldk, ldv, ldz (>= H*dh);
  * head h of row (b,t) starts at h*dh. scratch: nt * induct__attn_scratch_floats(T, dh).
  * `stages` picks the parts (INDUCT__ATTN_ALL: the fused pass). SCORES alone stores the
@@ -190,6 +216,7 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   const uint8_t *smask, size_t B, size_t T, size_t H, size_t dh,
                                   float *scratch, int nt);
 
+/* ---- the unembedding and the cross-entropy (unembed.c) ------------------------------ */
 /* One row of the cross-entropy: *mx_out = max_v l[v], *s_out = sum_v exp(l[v] -
  * max), returns the loss -ln softmax(l)[target] in nats rounded to float (the same bits
  * as the batched kernel gives that row). Thread-safe. */
@@ -221,68 +248,48 @@ size_t induct__unembed_grad_scratch(size_t N, size_t D, size_t V, int nt);
 void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, size_t D,
                               size_t V, int nt);
 
-/* GELU (tanh approximation) as induct__gelu_forward / induct__gelu_backward, vectorised:
+/* ---- GELU (gelu.c) --------------------------------------------------------------------- */
+/* GELU (tanh approximation) as the reference induct__gelu_forward / induct__gelu_backward, vectorised:
  * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about
  * 1e-7 against tanhf). */
 void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt);
 void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
                                 int nt);
 
-/* Layer 0 folded into the embeddings. tab [V + T][3*HD]: rows 0..V-1 hold W_E W_X, rows
- * V.. hold W_pos W_X, X = Q, K, V at columns x*HD. out[x][n] = (tab[tok_n][x] +
- * tab[V + t_n][x] when pos[x]) + bias[x], n = b*T + t, rows of HD floats. */
-void induct__fold_gather(float *const out[3], const float *const bias[3], const int pos[3],
-                         const float *tab, const int32_t *tokens, size_t B, size_t T, size_t V,
-                         size_t HD, int nt);
-/* grp [V + T][3*HD] = (overwrite) per-token sums of d[x] (rows 0..V-1) and, when pos[x],
- * per-position sums (rows V..V+T-1; else left 0); n summed in increasing order. */
-void induct__fold_group(float *grp, const float *const d[3], const int pos[3],
-                        const int32_t *tokens, size_t B, size_t T, size_t V, size_t HD, int nt);
-
-/* AdamW update of n parameters: exactly the per-element float operations of optim.c's
+/* ---- the optimizer (adamw.c) --------------------------------------------------------- */
+/* AdamW update of n parameters: exactly the per-element float operations of train/optimizer.c's
  * loop (so every path and thread count gives the same bits), vectorised and parallel over
  * fixed chunks. */
 void induct__adamw_update(float *p, const float *g, float *m1, float *m2, size_t n, float clip,
                           float b1, float b2, float bc1, float bc2, float eps, float decay,
                           float lr, int nt);
 
-/* The per-head outputs res[n][h][:] = z[n][h*dh .. +dh] W_O[h] ([N][H][D], rows of z with
- * stride ldz; W_O [H][dh][D]), no bias: TransformerLens's hook_result. One sgemm per
- * block of rows and head; the blocks do not depend on nt (the same bits for any thread
- * count). */
-void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const float *z,
-                          size_t ldz, const float *W_O, float *res);
-/* C[M,N] = inp[M,N] + bias[N] + A[M,K] B[K,N] (inp may be NULL: C = bias + A B), rows
- * of C, inp, A with strides ldc, ldi, lda; bias added before the product (beta = 1). */
-void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
-                       const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
-                       size_t ldi, const float *bias);
-/* Rows rows[0 .. n) (< M, any order) of the M-row product induct__gemm_bias(nt, M, N, K,
- * A, lda, B, ldb, C, ldc, inp, ldi, bias) (bias not NULL), with the bits the whole call
- * gives them. Other rows of A and inp are read, and C's other rows written (with what
- * their inputs give), only when the gathered product would have more than half the
- * whole one's rows: then the whole product is computed. scratch:
- * induct__gemm_bias_rows_scratch(M, N, K, rows, n) floats (0 in that case; else rows of
- * K + N floats, at most M / 2 of them). */
-void induct__gemm_bias_rows(int nt, size_t M, size_t N, size_t K, const float *A, size_t lda,
-                            const float *B, size_t ldb, float *C, size_t ldc, const float *inp,
-                            size_t ldi, const float *bias, const size_t *rows, size_t n,
-                            float *scratch);
-size_t induct__gemm_bias_rows_scratch(size_t M, size_t N, size_t K, const size_t *rows,
-                                      size_t n);
-/* induct__embed_backward with the same per-element order, parallel over column blocks. */
-void induct__embed_backward_par(float *dW_E, float *dW_pos, const float *dout,
-                                const int32_t *tokens, size_t B, size_t T, size_t D, int nt);
-
 /* sum_i x[i]^2 in double, in a fixed order that depends on n only (any nt: same bits). */
 double induct__sumsq(const float *x, size_t n, int nt);
 
-/* x[0..n) = 0, in parallel chunks. */
-void induct__zero(float *x, size_t n, int nt);
-
+/* ---- instruction sets (simd.c) ------------------------------------------------------- */
+/* The vector kernels run with AVX2 + FMA when the CPU has them (a run-time check),
+ * otherwise portable code that performs the same operations in the same order (fmaf is
+ * correctly rounded), so both give bit-identical results. */
+/* exp(x) for one float (Cephes-style polynomial, about 1 ulp): the function the fused
+ * kernels use. 0 for x < -87.3, NaN propagates. Meant for x <= 0 (softmax, log-sum-exp). */
+float induct__expf(float x);
 /* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
 void induct__simd_enable(int on);
 /* Tests: the attention kernels' AVX-512VL tile (on by default where the CPU has it); off,
  * they take the AVX2 path. The same bits either way. */
 void induct__simd_avx512_enable(int on);
 int induct__simd_active(void);
+
+/* ---- linear algebra (linalg.c) ------------------------------------------------------- */
+/* INDUCT_OK, or INDUCT_ENOTSUP naming `fn` in a build without LAPACKE (the portable
+ * WebAssembly build): the LAPACK-based analyses call it first. */
+int induct__lapack_check(const char *fn);
+/* Eigenvalues of the n x n row-major matrix a (overwritten), under the serial rule of
+ * induct__gemm_serial. LAPACKE's info (-1 without LAPACKE). */
+int induct__dgeev(size_t n, double *a, double *wr, double *wi);
+/* Thin SVD of the m x n row-major matrix a (overwritten): u [m][k], s [k], vt [k][n],
+ * k = min(m, n), under the same rule. LAPACKE's info (-1 without LAPACKE). */
+int induct__dgesdd(size_t m, size_t n, double *a, double *s, double *u, double *vt);
+
+#endif

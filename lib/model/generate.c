@@ -4,19 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "model.h"
 
 #define FN "induct_model_generate"
-#define STRUCT_SIZE_CAP 4096
 #define MAX_TEMPERATURE 1e6
 /* Stream constant of the sampling RNG (token i's uniform comes from (seed, i, this)). */
 #define GENERATE_STREAM 0x67656e6572617465ULL /* "generate" */
 
 INDUCT_API int induct_generate_config_init(induct_generate_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_generate_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_generate_config) || size > STRUCT_SIZE_CAP, INDUCT_EABI,
-                   "induct_generate_config_init: size %zu, expected %zu to %d", size,
-                   sizeof(induct_generate_config), STRUCT_SIZE_CAP);
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_generate_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->max_new_tokens = 16;

@@ -1,12 +1,12 @@
 /* Hook points: the names (TransformerLens's), their shapes and when they exist, and a
  * caller's hooks (or a cache's copies) as the internal hooks of a pass. The passes that
- * take them are in forward.c and train.c, which fire the hooks. */
+ * take them are in pass.c and train/step.c, which fire the hooks. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "model.h"
 
 /* Dimensions of a point, as codes: B batch, T pos (query), K key, H head, E d_head,
  * D d_model, M d_mlp. */

@@ -1,11 +1,11 @@
-/* Model lifecycle: config validation, the parameter table (one contiguous
+/* Model lifecycle: config defaults and validation, the parameter table (one contiguous
  * buffer, TransformerLens names), initialisation, named tensor access. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "model.h"
 
 /* ---- parameter table ------------------------------------------------------ */
 
@@ -100,6 +100,34 @@ static void build_table(induct_model *m, table_builder *tb) {
 }
 
 /* ---- validation ------------------------------------------------------------ */
+
+INDUCT_API int induct_model_config_init(induct_model_config *cfg, size_t size) {
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, INDUCT__MODEL_CONFIG_MIN);
+    /* the defaults in a whole struct, then as much of it as the caller's size holds
+     * (a caller compiled before a field was appended does not have it) */
+    induct_model_config d;
+    memset(&d, 0, sizeof d);
+    d.n_layers = 2;
+    d.d_model = 64;
+    d.n_heads = 4;
+    d.d_head = 0;
+    d.d_mlp = 0;
+    d.n_ctx = 64;
+    d.d_vocab = 64;
+    d.positional = INDUCT_POS_STANDARD;
+    d.layer_norm = 0;
+    d.smeared_keys = 0;
+    d.n_threads = 1;
+    d.init = INDUCT_INIT_GPT2;
+    d.smear_alpha_init = 0.0;
+    d.init_std = 0.02;
+    d.seed = 0;
+    d.shortformer_layers = 0;
+    memset(cfg, 0, size);
+    memcpy(cfg, &d, size < sizeof d ? size : sizeof d);
+    cfg->size = size;
+    return INDUCT_OK;
+}
 
 static int validate_config(induct_model_config *c) {
     INDUCT_FAIL_IF(c->n_layers == 0, INDUCT_EINVAL, "model config: n_layers must be >= 1");

@@ -1,64 +1,13 @@
-/* Private umbrella header: handle structs, induct__* helpers. Never installed. */
-#ifndef INDUCT_INTERNAL_H
-#define INDUCT_INTERNAL_H
+/* lib/model: the model (config checks, the parameter table with TransformerLens names,
+ * initialisation, the memory cap), its workspace, the one forward and backward pass
+ * (induct__pass) with the hook points it fires, caller hooks and caches, and generation.
+ * Private: never installed. Includes core/ only (the kernels it runs on are
+ * kernels/kernels.h, included by the files that call them). */
+#ifndef INDUCT_MODEL_H
+#define INDUCT_MODEL_H
 
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
+#include "core/core.h"
 
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
-#include "induct/induct.h"
-
-/* ---- errors (error.c) ---------------------------------------------------- */
-#if defined(__GNUC__)
-#define INDUCT_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define INDUCT_PRINTF(a, b)
-#endif
-/* Record `status` with a formatted message for the calling thread; returns status. */
-int induct__fail(int status, const char *fmt, ...) INDUCT_PRINTF(2, 3);
-
-/* Early-return helpers (zstd style). */
-#define INDUCT_FAIL_IF(cond, status, ...)                                                  \
-    do {                                                                                   \
-        if (cond) return induct__fail((status), __VA_ARGS__);                              \
-    } while (0)
-#define INDUCT_TRY(expr)                                                                   \
-    do {                                                                                   \
-        int induct_try_rc_ = (expr);                                                       \
-        if (induct_try_rc_ < 0) return induct_try_rc_;                                     \
-    } while (0)
-
-/* ---- atomic file replacement (atomic_file.c) ----------------------------- */
-/* Writes the content of a file to `f`: 0 on success, non-zero on a write failure with
- * errno set by the failing call. */
-typedef int (*induct__write_fn)(FILE *f, void *user);
-/* Replace `path` atomically with what `write_fn` writes: a temporary file
- * `<path>.tmp.<pid>.<n>` in the same directory (mode 0666 less the umask), flushed,
- * fsync'ed and renamed over `path`, then the directory fsync'ed (best effort). On
- * failure the temporary file is removed, `path` is untouched and the status is
- * ::INDUCT_EIO (the message starts with `what` and the path and names the system error)
- * or ::INDUCT_ENOMEM. The one implementation of atomic writes in the library. */
-int induct__write_atomic(const char *path, const char *what, induct__write_fn write_fn,
-                         void *user);
-
-/* ---- size arithmetic (config.c) ----------------------------------------- */
-/* a*b into *out; false on size_t overflow. */
-static inline bool induct__mul(size_t a, size_t b, size_t *out) {
-    if (a != 0 && b > SIZE_MAX / a) return false;
-    *out = a * b;
-    return true;
-}
-static inline bool induct__add(size_t a, size_t b, size_t *out) {
-    if (b > SIZE_MAX - a) return false;
-    *out = a + b;
-    return true;
-}
 /* Whether layer l's query/key input is LN(resid) + W_pos (shortformer positions, in
  * the first `shortformer_layers` layers, or every layer when it is 0). */
 static inline int induct__qk_reads_pos(const induct_model_config *c, uint32_t l) {
@@ -69,30 +18,6 @@ static inline int induct__qk_reads_pos(const induct_model_config *c, uint32_t l)
 /* The smallest induct_model_config a caller may pass: the layout before
  * `shortformer_layers` was appended (older callers get its default, 0). */
 #define INDUCT__MODEL_CONFIG_MIN offsetof(induct_model_config, shortformer_layers)
-/* Copy a caller's size-prefixed struct over `dst` (which holds defaults, `known`
- * bytes). Checks the size (>= min_size, <= 4096) and that any bytes beyond `known`
- * are zero. */
-int induct__struct_in(void *dst, size_t known, size_t min_size, const void *src,
-                      const char *what);
-/* Copy `known` bytes of `src` out to a caller struct whose size field says how much
- * it can take. */
-int induct__struct_out(void *dst, const void *src, size_t known, size_t min_size,
-                       const char *what);
-
-/* ---- RNG (rng.c): xoshiro256**, explicit state ---------------------------- */
-typedef struct induct__rng {
-    uint64_t s[4];
-} induct__rng;
-void induct__rng_seed(induct__rng *r, uint64_t seed);
-/* Seed from a tuple: a counter-based stream id. */
-void induct__rng_seed3(induct__rng *r, uint64_t a, uint64_t b, uint64_t c);
-uint64_t induct__rng_u64(induct__rng *r);
-/* Uniform in [0, n), unbiased (n >= 1). */
-uint64_t induct__rng_below(induct__rng *r, uint64_t n);
-/* Uniform double in [0, 1). */
-double induct__rng_uniform(induct__rng *r);
-/* Standard normal (Box–Muller, both values used in order). */
-double induct__rng_normal(induct__rng *r);
 
 /* ---- model ---------------------------------------------------------------- */
 #define INDUCT_NONE ((size_t)-1)
@@ -119,7 +44,7 @@ typedef struct induct__layer_act {
     size_t resid_mid, ln2, ln2_mean, ln2_rstd, mlp_pre, mlp_post;
 } induct__layer_act;
 
-/* ---- one forward pass: its description and its hook points (forward.c, hooks.c) --
+/* ---- one forward pass: its description and its hook points (pass.c, hooks.c) ----
  * Hook points, in the order a pass reaches them; the names are TransformerLens's
  * (hooks.c has the table of names and shapes). */
 enum {
@@ -274,14 +199,14 @@ struct induct_model {
     uint32_t ws_nt;        /* n_threads the per-thread scratch was sized for */
     induct__layer_act *A; /* [n_layers] */
     size_t a_resid_final, a_lnf, a_lnf_mean, a_lnf_rstd, a_logits, a_losses;
-    /* layer 0 folded into the embeddings (see fold_layer0 in forward.c), else INDUCT_NONE:
+    /* layer 0 folded into the embeddings (see induct__fold_layer0), else INDUCT_NONE:
      * f_tab [d_vocab + T][3 H d_head] = W_E W_{Q,K,V} and W_pos W_{Q,K,V};
      * f_grp, same shape: d q, k, v summed per token id and per position */
     size_t f_tab, f_grp;
     /* backward scratch */
     size_t g_resid, g_h, g_qk, g_q, g_k, g_v, g_z, g_mlp, g_mlp2, g_att, g_alpha, g_w, g_wt;
     int32_t *tok_ws; size_t tok_cap; /* token staging for dataset batches */
-    induct__standing standing; /* e.g. head ablations (ablation.c); run == NULL: none */
+    induct__standing standing; /* e.g. head ablations (analysis/ablation.c); run == NULL: none */
     /* resource limits: bytes held for this model (parameters, gradients, tables,
      * workspace, staging, optimizer moments), capped by cfg.max_bytes */
     _Atomic uint64_t mem_held;
@@ -309,10 +234,6 @@ int induct__backward(induct_model *m, const induct__pass *p);
  * A[l].att for nb sequences, a_losses, ...); a negative return stops and is returned.
  * loss_sum (may be NULL) receives the sum of all per-token losses, in order. */
 typedef int (*induct__chunk_fn)(void *user, induct_model *m, uint32_t b0, uint32_t nb);
-/* Add to s[l * n_heads + h] each of the nb sequences' previous-token score (mean over
- * p >= 1 of pattern[p][p-1]) from the patterns of the last forward pass of length T,
- * sequences in order (analysis.c; the driver's one evaluation pass shares it). */
-void induct__previous_token_sums(induct_model *m, uint32_t T, uint32_t nb, double *s);
 int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                            induct__chunk_fn fn, void *user, double *loss_sum);
 /* Sequences per chunk of every evaluation over a set of B sequences of T tokens: the
@@ -326,89 +247,17 @@ void induct__model_ref(induct_model *m);
 int induct__model_reserve(const induct_model *m, uint64_t add, uint64_t release,
                           const char *what);
 void induct__model_held(induct_model *m, uint64_t add, uint64_t release);
-/* A byte total of several buffers, checked: add `count` elements of `elem` bytes. */
-typedef struct induct__bytes {
-    uint64_t n;
-    int overflow;
-} induct__bytes;
-static inline void induct__bytes_add(induct__bytes *b, uint64_t count, uint64_t elem) {
-    if (elem && count > UINT64_MAX / elem) {
-        b->overflow = 1;
-        return;
-    }
-    if (b->n > UINT64_MAX - count * elem) b->overflow = 1;
-    else b->n += count * elem;
-}
-/* forward.c: would the workspace for (B, T), plus `extra` bytes of temporaries of the
+/* workspace.c: the most floats a workspace may hold (compared as uint64_t: a 32-bit
+ * size_t cannot hold it). */
+#define INDUCT__WS_FLOATS_MAX ((uint64_t)1 << 36)
+/* workspace.c: whether passes over (B, T) fold layer 0 into the embedding tables (layer 0
+ * without LayerNorm, d_vocab + T at most half of B T; never depends on the thread count). */
+int induct__fold_layer0(const induct_model *m, uint32_t B, uint32_t T);
+/* workspace.c: would the workspace for (B, T), plus `extra` bytes of temporaries of the
  * calling function, fit the fixed limit and the cap? Forgets the cached layout (the
  * next pass lays it out again); allocates nothing. */
 int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra);
-/* checkpoint.c: the loaders over a buffer instead of a file (fuzzing, tests). */
-int induct__model_load_mem(induct_model **out, const void *data, size_t len);
-int induct__optimizer_load_mem(induct_optimizer **out, induct_model *m, const void *data,
-                               size_t len);
 static inline float *induct__ws(const induct_model *m, size_t off) { return m->ws + off; }
-
-/* ---- datasets --------------------------------------------------------------- */
-#define INDUCT__DS_RRT 1
-#define INDUCT__DS_TOKENS 2
-#define INDUCT__DS_KV 3     /* datasets: key-value retrieval generator */
-#define INDUCT__DS_STREAM 4 /* datasets: text and token files (dataset_stream.c) */
-struct induct__stream;
-struct induct_dataset {
-    int kind;
-    uint32_t d_vocab;
-    uint64_t seed;
-    induct_rrt_config rrt;
-    int32_t *tokens;
-    size_t n_tokens;
-    /* datasets */
-    induct_kv_config kv;           /* INDUCT__DS_KV, normalised (token_hi resolved) */
-    struct induct__stream *stream; /* INDUCT__DS_STREAM */
-};
-/* datasets: the batch of a KV dataset (dataset_kv.c); `info` is
- * [B][INDUCT_KV_INFO_COLS] or NULL, `meta` [B] or NULL. */
-int induct__kv_batch(const induct_dataset *d, induct__rng *r, uint32_t B, uint32_t T,
-                     int32_t *tokens, int32_t *meta, int32_t *info);
-/* datasets: windows of a text / token-file dataset (dataset_stream.c). */
-int induct__stream_batch(const induct_dataset *d, uint32_t split, uint64_t index, uint32_t B,
-                         uint32_t T, int32_t *tokens, int32_t *meta);
-void induct__stream_free(struct induct__stream *s);
-/* The score_pos of a training pass (see induct__pass) on rows of length T of this
- * dataset (0 = every position). */
-uint32_t induct__dataset_score_pos(const induct_dataset *d, uint32_t T);
-
-/* ---- optimizer -------------------------------------------------------------- */
-struct induct_optimizer {
-    induct_model *model;
-    uint32_t kind;
-    double lr, beta1, beta2, eps, weight_decay, grad_clip, warmup, schedule, total_steps,
-        min_lr_ratio, momentum;
-    uint64_t step;
-    float *m1; /* AdamW first moment / SGD momentum */
-    float *m2; /* AdamW second moment */
-    double grad_shards; /* INDUCT_OPT_GRAD_SHARDS, an integer >= 1 */
-    int has_comm;       /* comm is attached (induct_optimizer_set_comm) */
-    induct_comm comm;
-    float *shard_buf;   /* the shard tree's partial sums and the receive buffer */
-    size_t shard_buf_n; /* floats in shard_buf (counted on the model) */
-};
-
-/* One training step of o on the pass p (its tokens the whole batch, p->grad set) with
- * gradient shards and the optimizer's communicator (comm.c): the gradient of the
- * batch mean into m->grads as the fixed shard tree gives it, the loss into *loss. */
-int induct__shards_grad(induct_optimizer *o, const induct__pass *p, double *loss);
-/* The top levels of the shard tree across the ranks of c (n_ranks a power of two):
- * recursive halving (reduce-scatter) then doubling (all-gather) of g (n floats; recv
- * holds ceil(n/2)), and recursive doubling of *loss. On return every rank holds the
- * sums of the rank groups in the tree's order, the lower group the left operand. */
-int induct__comm_tree_sum(const induct_comm *c, float *g, size_t n, float *recv,
-                          double *loss);
-/* *flag = 1 on every rank if it is non-zero on any rank of the optimizer's
- * communicator (recursive doubling; nothing without one). */
-int induct__comm_any(induct_optimizer *o, int *flag);
-/* The communicator's status as a library failure with a message. */
-int induct__comm_status(int rc, const char *what);
 
 /* ---- threading helpers ------------------------------------------------------ */
 static inline int induct__nt(const induct_model *m) { return (int)m->cfg.n_threads; }

@@ -1,4 +1,5 @@
-/* Forward and backward passes: the model's data path, built from kernels.c.
+/* The forward and backward passes, and the hook points they fire: the model's data
+ * path, built from the kernels (lib/kernels).
  *
  * Per layer l (TransformerLens order, row vectors):
  *   h      = LN1(resid_pre)            (or resid_pre without LayerNorm)
@@ -11,151 +12,16 @@
  *   resid_post = resid_mid + MLP(LN2(resid_mid))   (MLP models)
  * logits = LN_final(resid) W_U + b_U.
  */
-#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) for the workspace (Linux) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
-#include "induct_internal.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "model.h"
 
 #define P(off) (m->params + (off))
 #define G(off) (m->grads + (off))
 #define W(off) (m->ws + (off))
-
-/* Layer 0 without LayerNorm reads exactly W_E[tok] (+ W_pos[t]): its Q, K and V are then
- * rows of the tables W_E W_X and W_pos W_X (X = Q, K, V), and the weight and embedding
- * gradients of those projections follow from d X summed per token id and per position.
- * Mathematically the same model; it replaces three [N, D] x [D, H d_head] products (and
- * six in the backward pass) by products with d_vocab + T rows, so it is used only when
- * that is at most half of N = B T. Whether it is used depends on (B, T), never on the
- * thread count. */
-static int fold_layer0(const induct_model *m, uint32_t B, uint32_t T) {
-    const induct_model_config *c = &m->cfg;
-    return !c->layer_norm && 2 * ((size_t)c->d_vocab + T) <= (size_t)B * T;
-}
-
-/* Lay out activations for (B, T); returns the total float count or 0 on overflow. */
-static size_t layout(induct_model *m, uint32_t B, uint32_t T) {
-    const induct_model_config *c = &m->cfg;
-    size_t N = (size_t)B * T, D = c->d_model, HD = (size_t)c->n_heads * c->d_head;
-    size_t V = c->d_vocab, M = c->d_mlp, H = c->n_heads;
-    size_t off = 0;
-    int bad = 0;
-    size_t tmp = 0;
-#define ALLOC(dst, a, b)                                                                   \
-    do {                                                                                   \
-        if (!induct__mul((a), (b), &tmp) || !induct__add(off, tmp, &off)) bad = 1;         \
-        (dst) = off - tmp;                                                                 \
-    } while (0)
-#define NONE_(dst) (dst) = INDUCT_NONE
-    size_t ND = N * D; /* N <= 2^32, D < 2^32: checked below by ALLOC on products */
-    size_t BH, TT, att_n;
-    if (!induct__mul((size_t)B, H, &BH) || !induct__mul((size_t)T, T, &TT) ||
-        !induct__mul(BH, TT, &att_n) || !induct__mul(N, D, &ND))
-        return 0;
-    for (uint32_t l = 0; l < c->n_layers; l++) {
-        induct__layer_act *a = &m->A[l];
-        ALLOC(a->resid_pre, N, D);
-        if (c->layer_norm) {
-            ALLOC(a->ln1, N, D);
-            ALLOC(a->ln1_mean, N, 1);
-            ALLOC(a->ln1_rstd, N, 1);
-        } else {
-            a->ln1 = a->resid_pre;
-            NONE_(a->ln1_mean);
-            NONE_(a->ln1_rstd);
-        }
-        if (induct__qk_reads_pos(c, l)) ALLOC(a->qk_in, N, D);
-        else a->qk_in = a->ln1;
-        ALLOC(a->wq, D, HD);
-        ALLOC(a->wk, D, HD);
-        ALLOC(a->wv, D, HD);
-        ALLOC(a->q, N, HD);
-        ALLOC(a->k_raw, N, HD);
-        if (c->smeared_keys) ALLOC(a->k, N, HD);
-        else a->k = a->k_raw;
-        ALLOC(a->v, N, HD);
-        /* the pattern starts on 64 bytes (the workspace is 64-byte aligned): the attention
-         * forward's streaming stores need 32 */
-        if (!induct__add(off, 15, &tmp)) bad = 1;
-        off = tmp & ~(size_t)15;
-        ALLOC(a->att, att_n, 1);
-        ALLOC(a->z, N, HD);
-        if (M) {
-            ALLOC(a->resid_mid, N, D);
-            if (c->layer_norm) {
-                ALLOC(a->ln2, N, D);
-                ALLOC(a->ln2_mean, N, 1);
-                ALLOC(a->ln2_rstd, N, 1);
-            } else {
-                a->ln2 = a->resid_mid;
-                NONE_(a->ln2_mean);
-                NONE_(a->ln2_rstd);
-            }
-            ALLOC(a->mlp_pre, N, M);
-            ALLOC(a->mlp_post, N, M);
-        } else {
-            NONE_(a->resid_mid);
-            NONE_(a->ln2);
-            NONE_(a->ln2_mean);
-            NONE_(a->ln2_rstd);
-            NONE_(a->mlp_pre);
-            NONE_(a->mlp_post);
-        }
-    }
-    ALLOC(m->a_resid_final, N, D);
-    if (c->layer_norm) {
-        ALLOC(m->a_lnf, N, D);
-        ALLOC(m->a_lnf_mean, N, 1);
-        ALLOC(m->a_lnf_rstd, N, 1);
-    } else {
-        m->a_lnf = m->a_resid_final;
-    }
-    ALLOC(m->a_logits, N, V);
-    ALLOC(m->a_losses, N, 1);
-    /* backward scratch */
-    ALLOC(m->g_resid, N, D);
-    /* d(LN output) or d(MLP input): attention-only models without LN need none */
-    if (c->layer_norm || M) ALLOC(m->g_h, N, D);
-    else NONE_(m->g_h);
-    if (c->positional == INDUCT_POS_SHORTFORMER) ALLOC(m->g_qk, N, D); /* d(q/k input) */
-    else NONE_(m->g_qk);
-    ALLOC(m->g_q, N, HD);
-    ALLOC(m->g_k, N, HD);
-    ALLOC(m->g_v, N, HD);
-    ALLOC(m->g_z, N, HD);
-    if (M) {
-        ALLOC(m->g_mlp, N, M);
-        ALLOC(m->g_mlp2, N, M);
-    }
-    /* per-thread scratch of the fused attention kernels */
-    ALLOC(m->g_att, (size_t)c->n_threads, induct__attn_scratch_floats(T, c->d_head));
-    ALLOC(m->g_alpha, BH, 1);
-    ALLOC(m->g_w, D, HD);
-    { /* the unembedding's and the MLP's weight-gradient scratch */
-        size_t a = induct__unembed_grad_scratch(N, D, V, (int)c->n_threads), b = 0, b2 = 0;
-        if (M) {
-            b = induct__linear_backward_scratch(N, D, M);
-            b2 = induct__linear_backward_scratch(N, M, D);
-        }
-        if (b2 > b) b = b2;
-        ALLOC(m->g_wt, a > b ? a : b, 1); /* SIZE_MAX on overflow: ALLOC fails */
-    }
-    if (fold_layer0(m, B, T)) {
-        ALLOC(m->f_tab, V + T, 3 * HD);
-        ALLOC(m->f_grp, V + T, 3 * HD);
-    } else {
-        NONE_(m->f_tab);
-        NONE_(m->f_grp);
-    }
-#undef ALLOC
-#undef NONE_
-    return bad ? 0 : off;
-}
 
 /* packed[d][h*dh + j] = W[h][d][j] */
 static void pack_heads(float *packed, const float *W, size_t D, size_t H, size_t dh) {
@@ -201,7 +67,7 @@ static int pos_reads(const induct_model *m, int x) {
 }
 
 /* Layer 0's q, k_raw, v (the workspace's or a cache's, cache_or) from the tables (see
- * fold_layer0). */
+ * induct__fold_layer0, workspace.c). */
 static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
                          float *q, float *k_raw, float *v) {
     const induct_model_config *c = &m->cfg;
@@ -224,7 +90,7 @@ static void fold_forward(induct_model *m, const int32_t *tokens, uint32_t B, uin
     induct__fold_gather(out, bias, pos, tab, tokens, B, T, V, HD, nt);
 }
 
-/* Layer 0's projection gradients from d q, d k_raw, d v (see fold_layer0): weight
+/* Layer 0's projection gradients from d q, d k_raw, d v (see induct__fold_layer0): weight
  * gradients W_E^T G_E + W_pos^T G_P, embedding gradients G_E W^T and G_P W^T, with G_E,
  * G_P the per-token and per-position sums. */
 static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
@@ -256,80 +122,6 @@ static void fold_backward(induct_model *m, const int32_t *tokens, uint32_t B, ui
         if (pos[x]) induct__gemm(nt, 0, 1, T, D, HD, 1.0f, gp, ld, Wp[x], HD, 1.0f, G(m->W_pos), D);
         if (x != 1) induct__colsum(db[x], d[x], N, HD, HD, nt); /* b_K: induct__backward */
     }
-}
-
-/* The workspace: 64-byte aligned (cache lines, vector loads). Large ones are 2 MiB
- * aligned and advised as transparent huge pages where Linux offers them: the first
- * touch of fresh memory costs several microseconds per 4 KiB page on some machines
- * (measured 4-17 us here), which dominates the first step and every evaluation at a
- * larger shape; with huge pages it is about 8x cheaper. Only from 32 MiB on, where
- * rounding to 2 MiB pages costs little resident memory. Advice only: the memory is
- * the same if the kernel declines. */
-static float *ws_alloc(size_t bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    if (bytes >= 16 * huge) { /* small ones: the 2 MiB rounding would cost RSS */
-        void *p = NULL;
-        size_t b = (bytes + huge - 1) & ~(huge - 1);
-        if (posix_memalign(&p, huge, b) != 0) return NULL;
-        (void)madvise(p, b, MADV_HUGEPAGE);
-        return p;
-    }
-#endif
-    return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-}
-
-#define WS_FLOATS_MAX ((uint64_t)1 << 36) /* compared as uint64_t: a 32-bit size_t cannot hold it */
-
-/* Lay out (B, T) and check the fixed limit; the cached shape is forgotten first. */
-static int ws_need(induct_model *m, uint32_t B, uint32_t T, size_t *need) {
-    /* layout() rewrites every activation offset: from here on the offsets describe
-     * (B, T), not the cached shape, so the cached shape is forgotten (else the next
-     * call with the old shape would use the new offsets) */
-    m->ws_B = m->ws_T = 0;
-    /* CBLAS takes int sizes: the B*T rows of every activation matrix must fit (the
-     * other dimensions are bounded by the parameter limit) */
-    INDUCT_FAIL_IF((uint64_t)B * T > INT32_MAX, INDUCT_ELIMIT,
-                   "batch %u x seq_len %u is above 2^31 - 1 positions (BLAS sizes are int)",
-                   B, T);
-    *need = layout(m, B, T);
-    INDUCT_FAIL_IF(*need == 0, INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u overflows size_t", B, T);
-    INDUCT_FAIL_IF(*need > WS_FLOATS_MAX, INDUCT_ELIMIT,
-                   "workspace for batch %u x seq_len %u needs %zu floats (limit 2^36)", B, T,
-                   *need);
-    return INDUCT_OK;
-}
-
-int induct__model_check_workspace(induct_model *m, uint32_t B, uint32_t T, uint64_t extra) {
-    size_t need = 0;
-    INDUCT_TRY(ws_need(m, B, T, &need));
-    uint64_t grow = need > m->ws_cap ? (uint64_t)(need - m->ws_cap) * sizeof(float) : 0;
-    return induct__model_reserve(m, grow + extra, 0, "the activation workspace");
-}
-
-int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T) {
-    if (m->ws && m->ws_B == B && m->ws_T == T && m->ws_nt == m->cfg.n_threads) return INDUCT_OK;
-    size_t need = 0;
-    INDUCT_TRY(ws_need(m, B, T, &need));
-    if (need > m->ws_cap) {
-        uint64_t old = (uint64_t)m->ws_cap * sizeof(float), want = (uint64_t)need * sizeof(float);
-        INDUCT_TRY(induct__model_reserve(m, want, old, "the activation workspace"));
-        /* the old workspace goes first, so the peak is the new size only */
-        free(m->ws);
-        m->ws = NULL;
-        m->ws_cap = 0;
-        induct__model_held(m, 0, old);
-        float *w = ws_alloc(need * sizeof(float));
-        INDUCT_FAIL_IF(!w, INDUCT_ENOMEM, "out of memory: workspace of %zu floats", need);
-        m->ws = w;
-        m->ws_cap = need;
-        induct__model_held(m, want, 0);
-    }
-    m->ws_B = B;
-    m->ws_T = T;
-    m->ws_nt = m->cfg.n_threads;
-    return INDUCT_OK;
 }
 
 /* ---- hooks -------------------------------------------------------------------- */
@@ -498,7 +290,7 @@ static const uint8_t *mask_of(const induct__pass *p, uint32_t point, uint32_t l)
 
 /* Layer 0 folded into the tables unless a hook may change what it reads. */
 static int use_fold(const induct_model *m, const induct__pass *p) {
-    return fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
+    return induct__fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
            !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
 }
 
@@ -716,7 +508,7 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
-    INDUCT_FAIL_IF(ns > WS_FLOATS_MAX, INDUCT_ELIMIT,
+    INDUCT_FAIL_IF(ns > INDUCT__WS_FLOATS_MAX, INDUCT_ELIMIT,
                    "the hooks' scratch for batch %u x seq_len %u is above 2^36 floats", p->B,
                    p->T);
     uint64_t bytes = (uint64_t)ns * sizeof(float);
@@ -1154,230 +946,5 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
         induct__embed_backward_par(G(m->W_E),
                                    c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL,
                                    dres, tokens, B, T, D, nt);
-    return INDUCT_OK;
-}
-
-/* ---- public passes ------------------------------------------------------------- */
-
-/* Sequences per chunk of a forward-only evaluation — the one chunking rule of every
- * evaluation over a set (induct__forward_chunks, the analysis suite's evaluation set,
- * the training driver): about 4096 tokens, so that the activations (above all the
- * [B, H, T, T] patterns) stay in the caches; at least the batch of the current workspace
- * for this T, which is already allocated and warm; at most `cap` sequences when cap > 0
- * (a caller's memory bound), rounded down to the unit that keeps the bits. */
-uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t T, uint32_t cap) {
-#ifndef _OPENMP
-    /* without OpenMP, OpenBLAS (its OpenMP build) threads each call itself and splits
-     * rows by the call's size: chunks would change the bits, so none unless capped */
-    (void)m;
-    (void)T;
-    if (cap && cap < B) return cap;
-    return B ? B : 1;
-#endif
-    /* chunks of 48-row multiples (a multiple of induct__gemm's row blocks, kernels.c),
-     * so that every row keeps its position in OpenBLAS's micro-tiles: one pass's bits */
-    uint32_t g = 48, t = T;
-    while (t) { /* g = 48 / gcd(T, 48) */
-        uint32_t r = g % t;
-        g = t;
-        t = r;
-    }
-    g = 48 / g;
-    uint32_t c = 4096 / T;
-    if (m->ws && m->ws_T == T && m->ws_B > c) c = m->ws_B;
-    c -= c % g;
-    if (c < g) c = g;
-    /* the caller's bound: a multiple of g keeps the bits; below g, float rounding may
-     * differ from one pass */
-    if (cap && cap < c) c = cap >= g ? cap - cap % g : cap;
-    /* the same layer-0 path as one pass, or no chunks */
-    if (c < B && fold_layer0(m, c, T) != fold_layer0(m, B, T)) c = cap && cap < B ? c : B;
-    return c < B ? c : (B ? B : 1);
-}
-
-int induct__forward_chunks(induct_model *m, const int32_t *tokens, uint32_t B, uint32_t T,
-                           induct__chunk_fn fn, void *user, double *loss_sum) {
-    uint32_t chunk = induct__forward_chunk_rows(m, B, T, 0);
-    double sum = 0.0;
-    for (uint32_t b0 = 0; b0 < B; b0 += chunk) {
-        uint32_t nb = B - b0 < chunk ? B - b0 : chunk;
-        induct__pass p = induct__pass_of(tokens + (size_t)b0 * T, nb, T);
-        INDUCT_TRY(induct__forward(m, &p, NULL));
-        /* continue one sequential sum: the same additions as a single pass */
-        const float *l = W(m->a_losses);
-        for (size_t i = 0, n = (size_t)nb * (T - 1); i < n; i++) sum += l[i];
-        if (fn) INDUCT_TRY(fn(user, m, b0, nb));
-    }
-    if (loss_sum) *loss_sum = sum;
-    return INDUCT_OK;
-}
-
-typedef struct stage_losses {
-    float *dst;
-    uint32_t T;
-} stage_losses;
-
-static int copy_losses(void *user, induct_model *m, uint32_t b0, uint32_t nb) {
-    const stage_losses *sl = user;
-    size_t row = sl->T - 1;
-    memcpy(sl->dst + (size_t)b0 * row, W(m->a_losses), (size_t)nb * row * sizeof(float));
-    return INDUCT_OK;
-}
-
-/* The output lengths for (B, T), checked against the caller's capacities. */
-static int outputs_fit(const induct_model *m, const char *fn, uint32_t B, uint32_t T,
-                       const float *logits_out, size_t logits_cap, const float *losses_out,
-                       size_t losses_cap, size_t *n_logits, size_t *n_losses) {
-    *n_losses = (size_t)B * (T - 1); /* < 2^64: B, T < 2^32 */
-    INDUCT_FAIL_IF(!induct__mul((size_t)B * T, m->cfg.d_vocab, n_logits), INDUCT_ELIMIT,
-                   "%s: batch %u x seq_len %u x d_vocab %u logits overflow size_t", fn, B, T,
-                   m->cfg.d_vocab);
-    INDUCT_FAIL_IF(logits_out && logits_cap < *n_logits, INDUCT_EBUFSIZE,
-                   "%s: logits need %zu floats, buffer holds %zu", fn, *n_logits, logits_cap);
-    INDUCT_FAIL_IF(losses_out && losses_cap < *n_losses, INDUCT_EBUFSIZE,
-                   "%s: losses need %zu floats, buffer holds %zu", fn, *n_losses, losses_cap);
-    return INDUCT_OK;
-}
-
-/* One pass p; logits and losses (checked by outputs_fit) copied out. */
-static int pass_out(induct_model *m, const induct__pass *p, float *logits_out, size_t n_logits,
-                    float *losses_out, size_t n_losses, double *mean_loss_out) {
-    double mean;
-    INDUCT_TRY(induct__forward(m, p, &mean));
-    if (logits_out) memcpy(logits_out, W(m->a_logits), n_logits * sizeof(float));
-    if (losses_out) memcpy(losses_out, W(m->a_losses), n_losses * sizeof(float));
-    if (mean_loss_out) *mean_loss_out = mean;
-    return INDUCT_OK;
-}
-
-INDUCT_API int induct_model_forward(induct_model *m, const int32_t *tokens, uint32_t B,
-                                    uint32_t T, float *logits_out, size_t logits_cap,
-                                    float *losses_out, size_t losses_cap, double *mean_loss_out) {
-    const char *fn = "induct_model_forward";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    size_t n_logits = 0, n_losses = 0;
-    INDUCT_TRY(outputs_fit(m, fn, B, T, logits_out, logits_cap, losses_out, losses_cap,
-                           &n_logits, &n_losses));
-    if (logits_out) {
-        induct__pass p = induct__pass_of(tokens, B, T);
-        return pass_out(m, &p, logits_out, n_logits, losses_out, n_losses, mean_loss_out);
-    }
-    /* losses only: cache-sized chunks, staged so that the caller's buffer is untouched on
-     * failure; the same bits and mean as one pass */
-    float *staged = NULL;
-    if (losses_out && B > induct__forward_chunk_rows(m, B, T, 0)) {
-        staged = malloc(n_losses * sizeof *staged);
-        INDUCT_FAIL_IF(!staged, INDUCT_ENOMEM, "out of memory staging %zu losses", n_losses);
-    }
-    stage_losses sl = {staged ? staged : losses_out, T};
-    double sum;
-    int rc = induct__forward_chunks(m, tokens, B, T, losses_out ? copy_losses : NULL, &sl, &sum);
-    if (rc == INDUCT_OK && staged) memcpy(losses_out, staged, n_losses * sizeof *staged);
-    free(staged);
-    INDUCT_TRY(rc);
-    if (mean_loss_out) *mean_loss_out = sum / ((double)B * (T - 1));
-    return INDUCT_OK;
-}
-
-/* One pass with hooks (list 1); logits and losses copied out (buffers checked first). */
-static int run_hooked(induct_model *m, const char *fn, const int32_t *tokens, uint32_t B,
-                      uint32_t T, const induct__call_hooks *h, float *logits_out,
-                      size_t logits_cap, float *losses_out, size_t losses_cap,
-                      double *mean_loss_out) {
-    size_t n_logits = 0, n_losses = 0;
-    INDUCT_TRY(outputs_fit(m, fn, B, T, logits_out, logits_cap, losses_out, losses_cap,
-                           &n_logits, &n_losses));
-    induct__pass p = induct__pass_of(tokens, B, T);
-    p.hooks[1] = h->ih;
-    p.n_hooks[1] = h->n;
-    return pass_out(m, &p, logits_out, n_logits, losses_out, n_losses, mean_loss_out);
-}
-
-INDUCT_API int induct_model_run_with_hooks(induct_model *m, const int32_t *tokens, uint32_t B,
-                                           uint32_t T, const induct_hook *hooks, size_t n_hooks,
-                                           float *logits_out, size_t logits_cap,
-                                           float *losses_out, size_t losses_cap,
-                                           double *mean_loss_out) {
-    const char *fn = "induct_model_run_with_hooks";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    induct__call_hooks h;
-    INDUCT_TRY(induct__hooks_from_caller(&h, m, fn, hooks, n_hooks, B, T));
-    int rc = run_hooked(m, fn, tokens, B, T, &h, logits_out, logits_cap, losses_out,
-                        losses_cap, mean_loss_out);
-    induct__hooks_free(&h);
-    return rc;
-}
-
-INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *tokens, uint32_t B,
-                                           uint32_t T, const char *const *names,
-                                           float *const *bufs, const size_t *caps, size_t n,
-                                           float *logits_out, size_t logits_cap,
-                                           double *mean_loss_out) {
-    const char *fn = "induct_model_run_with_cache";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    induct__call_hooks h;
-    INDUCT_TRY(induct__hooks_for_cache(&h, m, fn, names, bufs, caps, n, B, T));
-    int rc = run_hooked(m, fn, tokens, B, T, &h, logits_out, logits_cap, NULL, 0,
-                        mean_loss_out);
-    induct__hooks_free(&h);
-    return rc;
-}
-
-INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
-                                                uint32_t B, uint32_t T, const induct_hook *hooks,
-                                                size_t n_hooks, double *mean_loss_out) {
-    const char *fn = "induct_model_backward_with_hooks";
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    induct__call_hooks h;
-    INDUCT_TRY(induct__hooks_from_caller(&h, m, fn, hooks, n_hooks, B, T));
-    induct__masks masks = {0, 0, NULL};
-    induct__pass p = induct__pass_of(tokens, B, T);
-    p.hooks[1] = h.ih;
-    p.n_hooks[1] = h.n;
-    p.grad = 1;
-    p.masks = &masks;
-    double mean;
-    int rc = induct__forward(m, &p, &mean);
-    if (rc == INDUCT_OK) rc = induct__backward(m, &p);
-    if (rc == INDUCT_OK && mean_loss_out) *mean_loss_out = mean;
-    induct__masks_free(&masks);
-    induct__hooks_free(&h);
-    return rc;
-}
-
-INDUCT_API int induct_model_backward(induct_model *m, const int32_t *tokens, uint32_t B,
-                                     uint32_t T, double *mean_loss_out) {
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_backward: model is NULL");
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    double mean;
-    induct__pass p = induct__pass_of(tokens, B, T);
-    p.grad = 1;
-    INDUCT_TRY(induct__forward(m, &p, &mean));
-    INDUCT_TRY(induct__backward(m, &p));
-    if (mean_loss_out) *mean_loss_out = mean;
-    return INDUCT_OK;
-}
-
-INDUCT_API int induct_model_attention(induct_model *m, const int32_t *tokens, uint32_t T,
-                                      float *out, size_t out_cap, size_t *out_len) {
-    INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "induct_model_attention: model is NULL");
-    INDUCT_TRY(induct__model_validate_tokens(m, tokens, 1, T));
-    size_t per = (size_t)T * T, need; /* T*T < 2^64: T < 2^32 */
-    INDUCT_FAIL_IF(!induct__mul((size_t)m->cfg.n_layers * m->cfg.n_heads, per, &need),
-                   INDUCT_ELIMIT, "induct_model_attention: n_layers x n_heads x seq_len^2 "
-                   "overflows size_t");
-    if (out_len) *out_len = need;
-    INDUCT_FAIL_IF(!out || out_cap < need, INDUCT_EBUFSIZE,
-                   "induct_model_attention: needs %zu floats, buffer holds %zu", need,
-                   out ? out_cap : 0);
-    induct__pass p = induct__pass_of(tokens, 1, T);
-    INDUCT_TRY(induct__forward(m, &p, NULL));
-    for (uint32_t l = 0; l < m->cfg.n_layers; l++)
-        memcpy(out + (size_t)l * m->cfg.n_heads * per, W(m->A[l].att),
-               m->cfg.n_heads * per * sizeof(float));
     return INDUCT_OK;
 }

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "induct_internal.h"
-#include "numtext.h"
+#include "train.h"
+#include "core/numtext.h"
 
 /* The safetensors reference reader allows 100 MB; cJSON's parse tree can take 40 times
  * the header's size (a header of "[0,0,…]"), so libinduct stops at 16 MiB (about
@@ -44,11 +44,6 @@ static void bswap32(void *p, size_t n) {
         b[1] = b[2];
         b[2] = t;
     }
-}
-
-static const char *errstr(int e, char *buf, size_t cap) {
-    if (strerror_r(e, buf, cap) != 0) snprintf(buf, cap, "error %d", e);
-    return buf;
 }
 
 /* ---- writer ------------------------------------------------------------------- */
@@ -551,7 +546,7 @@ static int st_open(st_file *sf, const char *path) {
     if (!sf->f) {
         int e = errno;
         return induct__fail(INDUCT_EIO, "checkpoint '%s': cannot open: %s", path,
-                            errstr(e, eb, sizeof eb));
+                            induct__errstr(e, eb, sizeof eb));
     }
     struct stat st;
     if (fstat(fileno(sf->f), &st) != 0 || !S_ISREG(st.st_mode)) {

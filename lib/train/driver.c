@@ -13,15 +13,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "analysis_internal.h"
-#include "induct_internal.h"
-#include "numtext.h"
-
-static const char *errstr(int e) {
-    static _Thread_local char buf[128];
-    if (strerror_r(e, buf, sizeof buf) != 0) snprintf(buf, sizeof buf, "error %d", e);
-    return buf;
-}
+#include "analysis/analysis.h"
+#include "train.h"
+#include "core/numtext.h"
 
 #define ALL_METRICS                                                                        \
     (INDUCT_TRAIN_METRIC_LOSS | INDUCT_TRAIN_METRIC_ICL_SCORE |                            \
@@ -31,10 +25,7 @@ static const char *errstr(int e) {
      INDUCT_TRAIN_METRIC_INDUCTION_SCORE | INDUCT_TRAIN_METRIC_LOSS_VECTORS)
 
 INDUCT_API int induct_train_config_init(induct_train_config *cfg, size_t size) {
-    INDUCT_FAIL_IF(!cfg, INDUCT_EINVAL, "induct_train_config_init: cfg is NULL");
-    INDUCT_FAIL_IF(size < sizeof(induct_train_config) || size > 4096, INDUCT_EABI,
-                   "induct_train_config_init: size %zu, expected %zu to 4096", size,
-                   sizeof(induct_train_config));
+    INDUCT__CONFIG_INIT_CHECK(cfg, size, sizeof(induct_train_config));
     memset(cfg, 0, size);
     cfg->size = size;
     cfg->steps = 1000;
@@ -371,9 +362,10 @@ static int evaluate(run *r, double train_loss, uint64_t train_steps, double lr, 
         if (!line)
             rc = induct__fail(INDUCT_ENOMEM, "induct_train: out of memory printing a record");
         else {
+            char eb[128];
             if (fputs(line, r->mf) == EOF || fputc('\n', r->mf) == EOF || fflush(r->mf) != 0)
                 rc = induct__fail(INDUCT_EIO, "induct_train: cannot write the metrics log '%s': %s",
-                                  r->c.metrics_path, errstr(errno));
+                                  r->c.metrics_path, induct__errstr(errno, eb, sizeof eb));
             free(line);
         }
     }
@@ -493,9 +485,10 @@ static int setup(run *r) {
                                         r->eval_tok, n, NULL, 0));
     }
     if (c->metrics_path) {
+        char eb[128];
         r->mf = fopen(c->metrics_path, c->metrics_append ? "a" : "w");
         INDUCT_FAIL_IF(!r->mf, INDUCT_EIO, "induct_train: cannot open the metrics log '%s': %s",
-                       c->metrics_path, errstr(errno));
+                       c->metrics_path, induct__errstr(errno, eb, sizeof eb));
     }
     return INDUCT_OK;
 }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
-#include "kernels.h"
+#include "train.h"
+#include "kernels/kernels.h"
 
 typedef struct param_spec {
     double lo, hi;
@@ -171,7 +171,7 @@ INDUCT_API int induct_optimizer_step(induct_optimizer *o, double *grad_norm_out)
             float eps = (float)o->eps;
             /* per element: g *= clip; m1 = b1 m1 + (1-b1) g; m2 = b2 m2 + (1-b2) g g;
              * decoupled decay first (as torch.optim.AdamW), then
-             * p -= lr (m1/bc1) / (sqrt(m2/bc2) + eps); vectorised in kernels.c */
+             * p -= lr (m1/bc1) / (sqrt(m2/bc2) + eps); vectorised in kernels/adamw_vec.c */
             induct__adamw_update(p, gp, m1, m2, tn->numel, clip, b1, b2, bc1, bc2, eps, decay,
                                  flr, induct__nt(m));
         } else {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "train.h"
 
 #define COMM_RANKS_MAX 65536u
 #define THREAD_RANKS_MAX 64u
@@ -26,9 +26,9 @@ INDUCT_API int induct_optimizer_set_comm(induct_optimizer *o, const induct_comm 
         memset(&o->comm, 0, sizeof o->comm);
         return INDUCT_OK;
     }
-    INDUCT_FAIL_IF(c->size < sizeof(induct_comm) || c->size > 4096, INDUCT_EABI,
-                   "%s: comm->size %zu is not a 0.1 induct_comm (%zu bytes) or is above 4096",
-                   fn, c->size, sizeof(induct_comm));
+    INDUCT_FAIL_IF(c->size < sizeof(induct_comm) || c->size > INDUCT__STRUCT_SIZE_CAP, INDUCT_EABI,
+                   "%s: comm->size %zu is not a 0.1 induct_comm (%zu bytes) or is above %d",
+                   fn, c->size, sizeof(induct_comm), INDUCT__STRUCT_SIZE_CAP);
     INDUCT_FAIL_IF(!c->sendrecv || !c->barrier, INDUCT_EINVAL,
                    "%s: the sendrecv and barrier callbacks are required", fn);
     INDUCT_FAIL_IF(!pow2(c->n_ranks) || c->n_ranks > COMM_RANKS_MAX, INDUCT_EINVAL,

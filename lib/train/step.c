@@ -1,10 +1,10 @@
 /* Training step: dataset batch -> forward -> backward -> optimizer. */
 #include <stdlib.h>
 
-#include "induct_internal.h"
+#include "train.h"
 
 /* One step on the pass p (grad set; the masks of its writing hooks kept here). With
- * gradient shards or a communicator the gradient is the shard tree's (comm.c): each
+ * gradient shards or a communicator the gradient is the shard tree's (shards.c): each
  * shard's pass runs the hooks on its rows and keeps its own masks. */
 static int train_pass(induct_optimizer *o, induct__pass *p, double *loss_out) {
     induct_model *m = o->model;
