@@ -157,8 +157,7 @@ static void heads_grams(heads_f *f) {
                              dh);
         induct__dgemm_serial(1, 0, dh, dh, D, 1.0, f->WV + o, dh, f->WV + o, dh, 0.0, f->GV + g,
                              dh);
-        induct__dgemm_serial(0, 1, dh, dh, D, 1.0, f->WO + o, D, f->WO + o, D, 0.0, f->GOt + g,
-                             dh);
+        induct__dgemm_serial(0, 1, dh, dh, D, 1.0, f->WO + o, D, f->WO + o, D, 0.0, f->GOt + g, dh);
     }
 }
 
@@ -184,8 +183,7 @@ static double comp_score(const heads_f *f, size_t i, size_t j, uint32_t kind, do
         GC = kind == INDUCT_COMPOSITION_Q ? f->GK + gj : f->GQ + gj;
     }
     if (ov_i <= 0.0 || second <= 0.0) return 0.0;
-    induct__dgemm_serial(0, 0, dh, dh, D, 1.0, f->WO + i * dh * D, D, Bright, dh, 0.0, Bm,
-                         dh);
+    induct__dgemm_serial(0, 0, dh, dh, D, 1.0, f->WO + i * dh * D, D, Bright, dh, 0.0, Bm, dh);
     double num = frob2_abct(f->GV + gi, Bm, GC, dh, tmp);
     return sqrt(num) / (sqrt(ov_i) * sqrt(second));
 }

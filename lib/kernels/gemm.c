@@ -185,7 +185,7 @@ int induct__gemm_blocks_above_limit(int want, size_t chunks, size_t unit, size_t
 }
 
 /* How many row blocks (threads) an M x N x K product is split into; 1 means one call.
- * *chunks and *unit describe the blocks for gemm_block. */
+ * *chunks and *unit describe the blocks for induct__gemm_block. */
 static int gemm_plan(int nt, size_t M, size_t N, size_t K, size_t *chunks, size_t *unit) {
     induct__gemm_split rule = induct__gemm_split_rule();
     *unit = rule.unit;
@@ -218,8 +218,8 @@ void induct__gemm(int nt, int transA, int transB, size_t M, size_t N, size_t K, 
         induct__gemm_block(t, nt, chunks, unit, M, &r0, &r1);
         if (r0 >= r1) continue;
         const float *Ab = transA ? A + r0 : A + r0 * lda;
-        induct__gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta, C + r0 * ldc,
-                    ldc);
+        induct__gemm_serial(transA, transB, r1 - r0, N, K, alpha, Ab, lda, B, ldb, beta,
+                            C + r0 * ldc, ldc);
     }
 }
 
@@ -233,8 +233,8 @@ void induct__gemm2(int nt, const induct__gemm_args *x, const induct__gemm_args *
 #pragma omp parallel for num_threads(2) schedule(static)
         for (int i = 0; i < 2; i++) {
             const induct__gemm_args *g = i ? y : x;
-            induct__gemm_serial(g->transA, g->transB, g->M, g->N, g->K, g->alpha, g->A, g->lda, g->B,
-                        g->ldb, g->beta, g->C, g->ldc);
+            induct__gemm_serial(g->transA, g->transB, g->M, g->N, g->K, g->alpha, g->A, g->lda,
+                                g->B, g->ldb, g->beta, g->C, g->ldc);
         }
         return;
     }
@@ -278,8 +278,8 @@ void induct__gemm_prefilled(int nt, int transA, int transB, size_t M, size_t N, 
         if (r0 >= r1) continue;
         induct__prefill_rows(C, ldc, inp, ldi, bias, r0, r1, N);
         const float *Ab = transA ? A + r0 : A + r0 * lda;
-        induct__gemm_serial(transA, transB, r1 - r0, N, K, 1.0f, Ab, lda, B, ldb, 1.0f, C + r0 * ldc,
-                    ldc);
+        induct__gemm_serial(transA, transB, r1 - r0, N, K, 1.0f, Ab, lda, B, ldb, 1.0f,
+                            C + r0 * ldc, ldc);
     }
 }
 
@@ -291,9 +291,9 @@ void induct__gemm_bias(int nt, size_t M, size_t N, size_t K, const float *A, siz
 
 /* Rows of a product computed apart (induct__gemm_bias_rows). The whole M-row call gives
  * a row bits that depend on its position modulo OpenBLAS's micro-tile period (every
- * period gemm_split_rule knows divides GEMM_ROWS_PERIOD) and on whether it lies in the
- * call's last M mod period rows (remainder kernels): the rule that lets induct__gemm
- * split rows. The gathered call therefore puts each requested row at a slot congruent to
+ * period induct__gemm_split_rule knows divides GEMM_ROWS_PERIOD) and on whether it lies
+ * in the call's last M mod period rows (remainder kernels): the rule that lets
+ * induct__gemm split rows. The gathered call therefore puts each requested row at a slot congruent to
  * it modulo GEMM_ROWS_PERIOD (the k-th row of a residue at k periods), the rows of the
  * whole call's last partial period (M mod GEMM_ROWS_PERIOD rows) last at their own
  * offsets, and adds zero rows, a period at a time, to stay above OpenBLAS's small-matrix

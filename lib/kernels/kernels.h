@@ -2,7 +2,8 @@
  * allocate nothing, and the rules that keep their results independent of the thread
  * count. Backward kernels ACCUMULATE (+=) into parameter gradients and into input
  * gradients unless stated otherwise. All arrays row-major. N = B*T rows. Private: never
- * installed; includes no other wing (the model, training and analysis wings call it).
+ * installed. Below the model, analysis and training wings, above core (whose errors
+ * linalg.c reports); this header itself needs nothing but the C library.
  * Every kernel family has its file: gemm.c (matrix products), linear.c, embedding.c,
  * layernorm.c, attention.c, unembed.c (the unembedding and the cross-entropy), gelu.c,
  * adamw.c, linalg.c (LAPACK), simd.c (which instruction set runs); the vector code of a
@@ -249,9 +250,9 @@ void induct__unembed_grad_sum(float *dW, float *dbias, float *wpart, size_t N, s
                               size_t V, int nt);
 
 /* ---- GELU (gelu.c) --------------------------------------------------------------------- */
-/* GELU (tanh approximation) as the reference induct__gelu_forward / induct__gelu_backward, vectorised:
- * tanh(u) = sign(u) (1 - e) / (1 + e) with e = induct__expf(-2|u|) (absolute error about
- * 1e-7 against tanhf). */
+/* GELU (tanh approximation) as the reference induct__gelu_forward / _backward
+ * (reference.h), vectorised: tanh(u) = sign(u) (1 - e) / (1 + e) with
+ * e = induct__expf(-2|u|) (absolute error about 1e-7 against tanhf). */
 void induct__gelu_forward_fast(float *out, const float *inp, size_t n, int nt);
 void induct__gelu_backward_fast(float *dinp, const float *inp, const float *dout, size_t n,
                                 int nt);

@@ -113,8 +113,8 @@ void induct__head_results(int nt, size_t N, size_t H, size_t dh, size_t D, const
     for (idx b = 0; b < (idx)nb; b++) {
         size_t r0 = (size_t)b * rows, m = N - r0 < rows ? N - r0 : rows;
         for (size_t h = 0; h < H; h++)
-            induct__gemm_serial(0, 0, m, D, dh, 1.0f, z + r0 * ldz + h * dh, ldz, W_O + h * dh * D, D,
-                        0.0f, res + (r0 * H + h) * D, H * D);
+            induct__gemm_serial(0, 0, m, D, dh, 1.0f, z + r0 * ldz + h * dh, ldz, W_O + h * dh * D,
+                                D, 0.0f, res + (r0 * H + h) * D, H * D);
     }
 }
 

@@ -36,11 +36,12 @@ static float xent_row_grad(float *g, const float *l, size_t V, int32_t target, f
     return loss;
 }
 
-/* Row blocks of induct__unembed_xent (gemm_block's, over the product's row units: the
- * bits of a row do not depend on the block it is computed in, see gemm_split_rule): a
- * multiple of the thread count of them, the logits of a block within UNEMBED_BLOCK_FLOATS
- * (they are read back from the last-level cache; smaller blocks make OpenBLAS pack W_U
- * more often), every product above the small-matrix limit. */
+/* Row blocks of induct__unembed_xent (induct__gemm_block's, over the product's row units:
+ * the bits of a row do not depend on the block it is computed in, see
+ * induct__gemm_split_rule in gemm.c): a multiple of the thread count of them, the logits
+ * of a block within UNEMBED_BLOCK_FLOATS (they are read back from the last-level cache;
+ * smaller blocks make OpenBLAS pack W_U more often), every product above the
+ * small-matrix limit. */
 #define UNEMBED_BLOCK_FLOATS ((size_t)1 << 20)
 static int unembed_blocks(size_t N, size_t D, size_t V, size_t unit, int nt) {
     size_t units = (N + unit - 1) / unit, k = UNEMBED_BLOCK_FLOATS / (V * unit);
@@ -99,7 +100,8 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
                             float *wpart, const float *x, const float *W_U, const float *b_U,
                             const int32_t *tokens, size_t B, size_t T, size_t D, size_t V,
                             float scale, size_t only, int nt) {
-    size_t N = B * T, unit = induct__gemm_split_rule().unit, units = (N + unit - 1) / unit, K1 = D + 1;
+    size_t N = B * T, unit = induct__gemm_split_rule().unit, units = (N + unit - 1) / unit;
+    size_t K1 = D + 1;
     size_t rows = 0;
     int blocks = wpart ? unembed_grad_blocks(N, D, V, &rows) : unembed_blocks(N, D, V, unit, nt);
     int own = wpart && unembed_grad_scratch_rows(rows, V); /* logits in per-thread scratch */
@@ -148,7 +150,7 @@ double induct__unembed_xent(float *logits, float *losses, float *dlogits, float 
                 xa[(r - r0) * K1 + D] = 1.0f;
             }
             induct__gemm_serial(1, 0, K1, V, r1 - r0, 1.0f, xa, K1, gb, V, 0.0f,
-                        wpart + (size_t)k * K1 * V, V);
+                                wpart + (size_t)k * K1 * V, V);
         }
     }
     double sum = 0.0;

@@ -40,7 +40,8 @@ uint32_t induct__forward_chunk_rows(const induct_model *m, uint32_t B, uint32_t 
      * differ from one pass */
     if (cap && cap < c) c = cap >= g ? cap - cap % g : cap;
     /* the same layer-0 path as one pass, or no chunks */
-    if (c < B && induct__fold_layer0(m, c, T) != induct__fold_layer0(m, B, T)) c = cap && cap < B ? c : B;
+    if (c < B && induct__fold_layer0(m, c, T) != induct__fold_layer0(m, B, T))
+        c = cap && cap < B ? c : B;
     return c < B ? c : (B ? B : 1);
 }
 
