@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "kernels/kernels.h"
+#include "kernels/reference.h"
 
 static double cpu_s(void) {
     struct timespec t;

@@ -275,11 +275,8 @@ double induct__sumsq(const float *x, size_t n, int nt);
 /* exp(x) for one float (Cephes-style polynomial, about 1 ulp): the function the fused
  * kernels use. 0 for x < -87.3, NaN propagates. Meant for x <= 0 (softmax, log-sum-exp). */
 float induct__expf(float x);
-/* Force the scalar path (on = 0) or allow SIMD (on = 1, the default) for tests. */
-void induct__simd_enable(int on);
-/* Tests: the attention kernels' AVX-512VL tile (on by default where the CPU has it); off,
- * they take the AVX2 path. The same bits either way. */
-void induct__simd_avx512_enable(int on);
+/* Whether the AVX2 + FMA kernels run: the CPU has them and the tests have not switched
+ * them off (induct__simd_enable, reference.h). */
 int induct__simd_active(void);
 
 /* ---- linear algebra (linalg.c) ------------------------------------------------------- */

@@ -8,6 +8,8 @@
 
 #include "kernels.h"
 
+#include <stdatomic.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -157,5 +159,8 @@ extern const induct__adamw_vec induct__adamw_avx2;
 /* The attention kernels' AVX-512VL tile is allowed (induct__simd_avx512_enable) and the
  * CPU has AVX-512F and VL (simd.c). */
 int induct__simd_avx512_active(void);
+/* The two switches of simd.c, 1 by default; only the tests' induct__simd_enable and
+ * induct__simd_avx512_enable (reference.c) set them. */
+extern atomic_int induct__simd_allowed, induct__avx512_allowed;
 
 #endif

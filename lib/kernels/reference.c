@@ -1,9 +1,10 @@
 /* Reference kernels (reference.h): the plain forms the tests compare the library's
- * kernels with. Built into a static library that only the tests link, never into
- * libinduct. */
+ * kernels with, and the instruction-set switches the tests turn. Built into a static
+ * library that only the tests link, never into libinduct. */
 #include "reference.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "kernels_internal.h"
@@ -168,3 +169,7 @@ void induct__xent_backward(float *dlogits, const float *logits, const int32_t *t
         g[tokens[b * T + p + 1]] -= scale;
     }
 }
+
+void induct__simd_enable(int on) { atomic_store(&induct__simd_allowed, on ? 1 : 0); }
+
+void induct__simd_avx512_enable(int on) { atomic_store(&induct__avx512_allowed, on ? 1 : 0); }

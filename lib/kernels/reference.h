@@ -1,7 +1,8 @@
 /* Reference kernels: the plain, unfused forms of the transformer's operations that the
- * tests compare the library's kernels with (tests/check_kernels.c, tests/check_fused.c).
- * Not part of libinduct: they are built into a static library that only the tests link
- * (lib/kernels/meson.build). Same conventions as kernels.h. */
+ * tests compare the library's kernels with (tests/check_kernels.c, tests/check_fused.c),
+ * and the switches that choose the instruction set the tests run. Not part of libinduct:
+ * they are built into a static library that only the tests and benchmarks link
+ * (lib/meson.build). Same conventions as kernels.h. */
 #ifndef INDUCT_KERNELS_REFERENCE_H
 #define INDUCT_KERNELS_REFERENCE_H
 
@@ -39,5 +40,12 @@ double induct__xent_forward(float *losses, const float *logits, const int32_t *t
 /* dlogits (overwrite) = (softmax - onehot) * scale for p < T-1, 0 at p = T-1. */
 void induct__xent_backward(float *dlogits, const float *logits, const int32_t *tokens, size_t B,
                            size_t T, size_t V, float scale, int nt);
+
+/* Force the portable vector kernels (on = 0) or allow AVX2 + FMA where the CPU has them
+ * (on = 1, the default). The same bits either way. */
+void induct__simd_enable(int on);
+/* The attention kernels' AVX-512VL tile (on by default where the CPU has it); off, they
+ * take the AVX2 path. The same bits either way. */
+void induct__simd_avx512_enable(int on);
 
 #endif

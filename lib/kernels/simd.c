@@ -1,5 +1,6 @@
-/* Which instruction set the vector kernels run in (the switches the tests turn), and
- * induct__expf, the exponential every set computes lane by lane. */
+/* Which instruction set the vector kernels run in (the switches the tests turn live in
+ * reference.c, outside libinduct), and induct__expf, the exponential every set computes
+ * lane by lane. */
 #include "simd.h"
 
 #include <stdatomic.h>
@@ -25,15 +26,11 @@ float induct__expf(float x) {
     return p * sc;
 }
 
-static atomic_int simd_allowed = 1, avx512_allowed = 1;
-
-void induct__simd_enable(int on) { atomic_store(&simd_allowed, on ? 1 : 0); }
-
-void induct__simd_avx512_enable(int on) { atomic_store(&avx512_allowed, on ? 1 : 0); }
+atomic_int induct__simd_allowed = 1, induct__avx512_allowed = 1;
 
 int induct__simd_active(void) {
 #ifdef INDUCT_X86_SIMD
-    return atomic_load_explicit(&simd_allowed, memory_order_relaxed) &&
+    return atomic_load_explicit(&induct__simd_allowed, memory_order_relaxed) &&
            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return 0;
@@ -42,7 +39,7 @@ int induct__simd_active(void) {
 
 int induct__simd_avx512_active(void) {
 #ifdef INDUCT_X86_SIMD
-    return atomic_load_explicit(&avx512_allowed, memory_order_relaxed) &&
+    return atomic_load_explicit(&induct__avx512_allowed, memory_order_relaxed) &&
            __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl");
 #else
     return 0;
