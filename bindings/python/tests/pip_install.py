@@ -115,8 +115,9 @@ def check_wheel(whl, fails):
     tag = base[:-4].split("-")[2:]
     if tag[-1] == "any" or tag[-1] == "none":
         fails.append(f"wheel {base}: a platform-independent tag for a native library")
-    modules = {os.path.basename(p) for p in glob.glob(os.path.join(SRC, "bindings", "python",
-                                                                   "induct", "*.py"))}
+    pkg = os.path.join(SRC, "bindings", "python", "induct")
+    modules = {os.path.basename(p) for p in glob.glob(os.path.join(pkg, "*.py"))
+               + glob.glob(os.path.join(pkg, "*.js"))}
     in_wheel = {n.split("/", 1)[1] for n in names if n.startswith("induct/")}
     if modules | {"_paths.py"} != in_wheel:
         fails.append(f"wheel's package files {sorted(in_wheel)} != the package's "
