@@ -92,6 +92,22 @@ def after_training(cdp, a):
         fails.append("no ablation result")
     if n != heads + 1:
         fails.append(f"{n} heatmaps for the right model (want {heads} + the previous-token head)")
+    # the K-composition panel (hooks and a cache in the worker): the right model's
+    # induction head loses most of its stripe without the previous-token head in its keys
+    comp = cdp.eval("JSON.stringify((({c, p}) => c && {layer: c.layer, head: c.head, base: c.base,"
+                    " stripes: c.stripes, best: c.best, previous: Array.from(p.slice(0, c.stripes.length))})"
+                    "({c: state.runs.right.composition, p: state.runs.right.live.previous}))")
+    comp = json.loads(comp) if comp else None
+    out["composition"] = comp
+    if not comp:
+        fails.append("no K-composition read-out on the page")
+    elif a.steps >= 2000:
+        prev_head = max(range(len(comp["previous"])), key=lambda i: comp["previous"][i])
+        if comp["best"] != prev_head or not comp["stripes"][comp["best"]] <= comp["base"] / 2:
+            fails.append(f"K-composition: without L0H{comp['best']} in its keys the induction head "
+                         f"keeps {comp['stripes'][comp['best']]:.2f} of a stripe of "
+                         f"{comp['base']:.2f} (want at most half, and the previous-token head "
+                         f"L0H{prev_head} to be the one)")
     # a short key-value run: the panel shows the exact ceiling and a moving accuracy
     cdp.eval("document.getElementById('kvSteps').value = 40; document.getElementById('kvStart').click()")
     txt = wait_for(cdp, "state.kv && state.kv.step >= 40 && document.getElementById('kvNumbers').textContent", 600)
