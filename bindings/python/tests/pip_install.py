@@ -143,12 +143,22 @@ def main():
     tmp = tempfile.mkdtemp(prefix="induct-pip-")
     fails = []
     try:
-        venv = os.path.join(tmp, "venv")
-        run([PY, "-m", "venv", "--system-site-packages", venv])
+        # The environment is made afresh on every run (--clear), at a fixed path beside the
+        # build directory: meson-python records the interpreter that runs it in the build
+        # directory, and meson runs it again when it reconfigures, so it must outlive the
+        # test (a venv in a temporary directory would leave the build directory unusable).
+        venv = f"{PIP_BUILD}-venv-{mode}"
         vpy = os.path.join(venv, "bin", "python")
         os.makedirs(os.path.dirname(PIP_BUILD), exist_ok=True)
         with open(PIP_BUILD + ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # one meson-python build at a time
+            run([PY, "-m", "venv", "--clear", "--system-site-packages", venv])
+            if os.path.isfile(os.path.join(PIP_BUILD, "build.ninja")):
+                # meson-python 0.12 reconfigures a kept build directory only when the
+                # interpreter running it is the one of the last build (each test has its
+                # own venv), and it reads the install plan before it compiles: after a
+                # change to a meson.build, the plan would be the old one
+                run(["meson", "setup", "--reconfigure", PIP_BUILD, SRC])
             if mode == "wheel":
                 house = os.path.join(tmp, "wheelhouse")
                 pip(vpy, "wheel", "--no-build-isolation", "-w", house,
