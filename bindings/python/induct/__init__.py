@@ -3,7 +3,9 @@
 Pure-Python ctypes bindings over libinduct.so.<ABI>. Set INDUCT_LIBRARY to a library
 path to override where it is loaded from. NumPy is optional: without it arrays come
 back as array.array plus a shape (see induct._arrays.Shaped). Plots (matplotlib) are
-in induct.plot, imported only when used. Guide: docs/python.md.
+in induct.plot, imported only when used. TransformerLens's names (HookedTransformer with
+PyTorch tensors, HookedTransformerConfig, FactoredMatrix, utils) are in induct.lens.
+Guide: docs/python.md.
 """
 from ._capi import lib as _lib
 from ._arrays import Shaped
@@ -14,6 +16,10 @@ from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassificat
                        LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
                        phase_window)
 from .hooks import ActivationCache, act_name
+from .hook_point import HookPoint
+from .factored import FactoredMatrix
+from .model_lens import HookedTransformerConfig
+from .cache import CachePlan, CacheTooLarge
 from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
@@ -55,10 +61,12 @@ def clear_error():
     _lib.induct_error_clear()
 
 
-def __getattr__(name):  # `induct.plot` without importing matplotlib up front
-    if name == "plot":
+def __getattr__(name):
+    # induct.plot without importing matplotlib up front, induct.reduce and induct.view
+    # (NumPy only) without importing NumPy, induct.lens (PyTorch)
+    if name in ("plot", "lens", "reduce", "view"):
         import importlib
-        return importlib.import_module(".plot", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'induct' has no attribute {name!r}")
 
 
@@ -71,4 +79,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics
            "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
            "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
            "status_message", "build_features", "last_error", "clear_error", "version_number",
-           "ActivationCache", "act_name"]
+           "ActivationCache", "act_name", "HookPoint", "FactoredMatrix",
+           "HookedTransformerConfig", "CachePlan", "CacheTooLarge"]

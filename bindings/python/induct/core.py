@@ -6,15 +6,20 @@ import json
 import numbers
 import os
 import signal
+import tempfile
 import threading
+import warnings
 
 from . import _arrays
 from ._capi import GenerateConfig, KVConfig, ModelConfig, Out, ProbeConfig, RRTConfig, \
     TextConfig, TokenFileConfig, TrainConfig, address_of, c_int32, c_size_t, c_uint64, call, \
     check_int, new_struct, progress_callback, value
-from ._errors import BufferTooSmall, InductError, Interrupted, training_interrupted
+from ._errors import BufferTooSmall, InductError, Interrupted, IOFailure, \
+    training_interrupted
 from .analysis import ModelAnalysis, _probe_config
 from .hooks import ModelHooks, train_step_hooked
+from .model_lens import _UNSET, ModelLens
+from .cache import ModelCache
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -98,12 +103,14 @@ class _Handle:
 
 
 
-class Model(_Handle, ModelAnalysis, ModelHooks):
+class Model(_Handle, ModelLens, ModelAnalysis, ModelCache, ModelHooks):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
     smear_alpha_init, init_std, seed, max_bytes, shortformer_layers (with 'shortformer':
-    W_pos enters the query/key input of the first this many layers; 0 = every layer))."""
+    W_pos enters the query/key input of the first this many layers; 0 = every layer)).
+    It also has TransformerLens's HookedTransformer surface (induct.model_lens: cfg,
+    W_Q, ..., model(tokens), run_with_hooks, to_tokens, ...; docs/python.md)."""
 
     _free = "induct_model_free"
 
@@ -140,14 +147,39 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
         return cfg.as_dict()
 
     def clone(self):
-        """An independent copy: same config and weights, its own gradients and workspace."""
+        """An independent copy: same config and weights, its own gradients and workspace
+        (and the same tokenizer, if one is attached)."""
         out = Out("handle")
         call("induct_model_clone", out, self)
-        return Model._wrap(out.value)
+        twin = type(self)._wrap(out.value)
+        twin.tokenizer = self.tokenizer
+        return twin
 
     def save(self, path):
-        """Write the weights as a safetensors file with TransformerLens names (atomic)."""
-        call("induct_model_save", self, os.fsencode(path))
+        """Write the weights as a safetensors file with TransformerLens names (atomic).
+        An attached tokenizer (set_tokenizer) is stored in the file's metadata
+        (`tokenizer`, docs/checkpoint-format.md) and restored by load()."""
+        if self.tokenizer is None:
+            call("induct_model_save", self, os.fsencode(path))
+            return
+        from ._safetensors import add_metadata
+        from .tokenizer import tokenizer_to_json
+        meta = {"tokenizer": tokenizer_to_json(self.tokenizer)}
+        d = os.path.dirname(os.path.abspath(os.fsdecode(path)))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=os.path.basename(os.fsdecode(path)) + ".tmp.",
+                                       dir=d)
+        except OSError as e:
+            raise IOFailure(f"cannot write {os.fsdecode(path)!r}: {e}") from e
+        os.close(fd)
+        try:
+            call("induct_model_save", self, os.fsencode(tmp))
+            add_metadata(tmp, path, meta)
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
     @classmethod
     def load(cls, path, **config):
@@ -155,14 +187,18 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
         With keyword arguments (those of Model(), the whole architecture) the configuration
         is given explicitly (induct_model_load_config): needed for a file whose
         architecture its tensors cannot tell (FormatError "cannot be told from its
-        tensors", e.g. shortformer positions or no LayerNorm without __metadata__)."""
+        tensors", e.g. shortformer positions or no LayerNorm without __metadata__).
+        A tokenizer saved with the model (Model.save) is attached again (FormatError if
+        that metadata is malformed)."""
         out = Out("handle")
         if config:
             cfg = ModelConfig.from_kwargs(config, {"positional": POS, "init": INIT})
             call("induct_model_load_config", out, os.fsencode(path), cfg)
         else:
             call("induct_model_load", out, os.fsencode(path))
-        return cls._wrap(out.value)
+        model = cls._wrap(out.value)
+        model.tokenizer = _saved_tokenizer(path)
+        return model
 
     def set_threads(self, n):
         """Use `n` OpenMP threads for this model's work (results depend on the count)."""
@@ -229,9 +265,22 @@ class Model(_Handle, ModelAnalysis, ModelHooks):
             out = {k: _torch.from_numpy(v.copy()) for k, v in out.items()}
         return out
 
-    def forward(self, tokens, logits=True):
+    def forward(self, tokens, logits=True, return_type=_UNSET, loss_per_token=False,
+                prepend_bos=None, padding_side=None):
         """Run tokens [batch, seq_len]; returns (logits [B,T,V] or None, losses [B,T-1], mean).
-        Inside `with model.hooks(...)` the hooks run (see induct.hooks)."""
+        Inside `with model.hooks(...)` the hooks run (see induct.hooks).
+        With return_type ("logits", "loss", "both" or None; also as the second
+        positional argument) it is TransformerLens's forward, the same as model(tokens,
+        return_type=..., loss_per_token=...): see Model.__call__."""
+        if return_type is not _UNSET or isinstance(logits, str):
+            if isinstance(logits, str):
+                return_type = logits
+            return self._tl_forward(tokens, return_type, loss_per_token, prepend_bos,
+                                    padding_side)
+        return self._forward_tokens(tokens, logits)
+
+    def _forward_tokens(self, tokens, logits=True):
+        """forward() as (logits or None, losses, mean)."""
         toks, B, T = _arrays.tokens_in(tokens)
         V = self.config["d_vocab"]
         lg = _arrays.buffer(B * T * V) if logits else None
@@ -661,6 +710,23 @@ class Optimizer(_Handle):
             toks, B, T = _arrays.tokens_in(data)
             call("induct_train_step_tokens", self, toks, B, T, loss)
         return loss.value
+
+
+def _saved_tokenizer(path):
+    """The tokenizer stored in a checkpoint's metadata, or None."""
+    from ._errors import FormatError
+    from ._safetensors import read_metadata
+    from .tokenizer import tokenizer_from_json
+    try:
+        text = read_metadata(path).get("tokenizer")
+        return None if text is None else tokenizer_from_json(text)
+    except ImportError as e:  # a sentencepiece tokenizer without python3-sentencepiece
+        warnings.warn(f"{os.fsdecode(path)}: the saved tokenizer is not attached: {e}",
+                      stacklevel=3)
+        return None
+    except (ValueError, TypeError) as e:
+        raise FormatError(f"checkpoint {os.fsdecode(path)!r}: its tokenizer metadata "
+                          f"cannot be read: {e}") from None
 
 
 def _interrupts(raised):

@@ -4,23 +4,28 @@ Every forward pass passes named activations (`hook_embed`, `blocks.1.attn.hook_p
 ...; the table with shapes is in docs/hooks.md). `Model.run_with_cache(tokens)` returns
 the logits and an ActivationCache indexed like TransformerLens's (`cache["pattern", 1]`,
 `cache["blocks.0.attn.hook_z"]`); `with model.hooks([(name, fn), ...]):` makes
-`model.forward()` call `fn(activation, name)` with a writable NumPy view at each point
-(return an array to replace the activation, or change the view in place); so do
+`model.forward()` call `fn(activation, hook)` with a writable NumPy view at each point
+and the point as an induct.HookPoint (a str equal to its name, with TransformerLens's
+.name, .layer() and .ctx); return an array to replace the activation, or change the
+view in place; so do
 `model.backward()` and `Optimizer.train_step()` inside the block, whose gradients treat
 what a hook wrote as constants. With grad_shards = S (or a communicator) a step calls
 each hook once per shard of batch/S sequences; `model.hook_batch_index()` tells a hook
 which sequences of the batch it holds.
 Needs NumPy. The methods live in ModelHooks, a base class of induct.Model."""
 import contextlib
+import re
 
 from . import _arrays
 from ._capi import Out, call, hook_array, name_array, pointer_array, size_array, string_buffer
 from ._errors import BufferTooSmall
+from .cache_tools import CacheTools
 
 _ATTN = ("k", "v", "q", "z", "result", "pattern", "attn_scores", "k_smeared")
 _MLP = ("pre", "post")
 _ALIAS = {"attn": "pattern", "attn_logits": "attn_scores", "key": "k", "query": "q",
           "value": "v", "mlp_pre": "pre", "mlp_post": "post"}
+_SHORT = re.compile(r"^([a-z_]+?)(\d+)([a-z]+\d?)?$")
 _LAYER_TYPE = {"a": "attn", "m": "mlp", "b": "", "block": "", "blocks": "",
                "attention": "attn"}
 
@@ -30,9 +35,14 @@ def act_name(name, layer=None, layer_type=None):
     act_name("pattern", 1) == "blocks.1.attn.hook_pattern",
     act_name("resid_pre", 0) == "blocks.0.hook_resid_pre",
     act_name("normalized", 1, "ln2") == "blocks.1.ln2.hook_normalized",
-    act_name("normalized") == "ln_final.hook_normalized"; a full name is returned as is."""
+    act_name("normalized") == "ln_final.hook_normalized", and TransformerLens's
+    shorthand act_name("k6") == "blocks.6.attn.hook_k",
+    act_name("scale4ln1") == "blocks.4.ln1.hook_scale"; a full name is returned as is."""
     if ("." in name or name.startswith("hook_")) and layer is None and layer_type is None:
         return name
+    m = _SHORT.match(name)
+    if m is not None and layer is None:  # TransformerLens's shorthand: "k6", "scale4ln1"
+        name, layer, layer_type = m.group(1), int(m.group(2)), m.group(3) or layer_type
     name = _ALIAS.get(name, name)
     full = f"blocks.{layer}." if layer is not None else ""
     if name in _ATTN:
@@ -44,7 +54,7 @@ def act_name(name, layer=None, layer_type=None):
     if layer_type:
         full += f"{layer_type}."
     full += f"hook_{name}"
-    if name == "normalized" and layer is None:
+    if name in ("normalized", "scale") and layer is None:
         full = f"ln_final.{full}"
     return full
 
@@ -55,16 +65,28 @@ def _key(key):
     return act_name(key)
 
 
-class ActivationCache(dict):
-    """Activations by full hook point name (NumPy arrays, shapes as in docs/hooks.md).
-    Indexing also takes TransformerLens's short forms: cache["pattern", 1],
-    cache["normalized", 0, "ln1"], cache["embed"]."""
+class ActivationCache(CacheTools, dict):
+    """Activations by full hook point name (NumPy arrays, shapes as in docs/hooks.md;
+    PyTorch tensors for an induct.lens.HookedTransformer). Indexing also takes
+    TransformerLens's short forms: cache["pattern", 1], cache["normalized", 0, "ln1"],
+    cache["embed"], cache["resid_post", -1] (a negative layer counts from the end). The
+    residual-stream tools (accumulated_resid, decompose_resid, ...) are those of
+    induct.cache_tools.CacheTools."""
+
+    def _full(self, key):
+        if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int) \
+                and key[1] < 0 and self.model is not None:
+            key = (key[0], self.model.config["n_layers"] + key[1]) + tuple(key[2:])
+        return _key(key)
 
     def __getitem__(self, key):
-        return dict.__getitem__(self, _key(key))
+        return dict.__getitem__(self, self._full(key))
 
     def __contains__(self, key):
-        return dict.__contains__(self, _key(key))
+        return dict.__contains__(self, self._full(key))
+
+    def __repr__(self):
+        return f"ActivationCache with keys {list(self.keys())}"
 
 
 def _numpy():
@@ -137,19 +159,48 @@ class ModelHooks:
         return logits, ActivationCache(zip(names, bufs))
 
     @contextlib.contextmanager
-    def hooks(self, fwd_hooks):
-        """Within the block, forward() runs with these hooks: a list of (name, fn) with
-        fn(activation, name) -> None or an array. `activation` is a writable float32
-        NumPy view valid during the call; change it in place or return a replacement.
-        Nested blocks add their hooks after the outer ones."""
+    def hooks(self, fwd_hooks=(), bwd_hooks=(), reset_hooks_end=True, clear_contexts=False):
+        """Within the block, forward() runs with these hooks: a list of (name, fn), name a
+        hook point name (or a TransformerLens (name, layer) tuple) or a filter function
+        on full names (every point it accepts), fn(activation, hook) -> None or an array
+        of the activation's shape. `activation` is a writable float32 NumPy view (a
+        PyTorch tensor on the same memory for a HookedTransformer) valid during the call;
+        change it in place or return a replacement. `hook` is an induct.HookPoint: a str
+        equal to the full name, with TransformerLens's .name, .layer() and .ctx. Nested
+        blocks add their hooks after the outer ones. reset_hooks_end=False keeps the
+        hooks after the block (until Model.reset_hooks()); clear_contexts empties every
+        HookPoint.ctx at the end. bwd_hooks: NotImplementedError (gradients at hook points
+        are not in the C library yet)."""
         _numpy()
-        added = [(_key(n), f) for n, f in fwd_hooks]
-        old = getattr(self, "_fwd_hooks", [])
-        self._fwd_hooks = old + added
+        if bwd_hooks:
+            from .model_lens import BWD_HOOKS_MISSING
+            raise NotImplementedError(BWD_HOOKS_MISSING)
+        tag = object()
+        added = [(n, f, tag) for n, f in self._resolve_hooks(fwd_hooks)]
+        self._fwd_hooks = list(getattr(self, "_fwd_hooks", [])) + added
         try:
             yield self
         finally:
-            self._fwd_hooks = old
+            if reset_hooks_end:
+                self._fwd_hooks = [h for h in self._fwd_hooks if len(h) < 3 or h[2] is not tag]
+            if clear_contexts:
+                self.clear_contexts()
+
+    def _resolve_hooks(self, pairs):
+        """[(full name, fn)] of (name, tuple key or filter function, fn) pairs."""
+        out = []
+        for pair in pairs:
+            try:
+                name, fn = pair
+            except (TypeError, ValueError):
+                raise TypeError(f"a hook is a (name, function) pair, got {pair!r}") from None
+            if not callable(fn):
+                raise TypeError(f"the hook function for {name!r} is not callable: {fn!r}")
+            if callable(name) and not isinstance(name, str):
+                out += [(n, fn) for n in self.hook_points() if name(n)]
+            else:
+                out.append((_key(name), fn))
+        return out
 
     def hook_batch_index(self):
         """Inside a hook: (first, batch), the index in the whole batch of the activation's
@@ -169,11 +220,20 @@ class ModelHooks:
 
         def wrap(f):
             def fn(act, hook_name):
-                r = f(act, hook_name)
+                hp = self._hook_point(hook_name)
+                r = f(self._as_tensor(act), hp)
                 if r is not None:
-                    act[...] = np.asarray(r, dtype=np.float32).reshape(act.shape)
+                    if hasattr(r, "detach"):  # a PyTorch tensor
+                        r = r.detach().cpu().numpy()
+                    r = np.asarray(r, dtype=np.float32)
+                    try:
+                        r = np.broadcast_to(r, act.shape)
+                    except ValueError:
+                        raise ValueError(f"the hook at {hp.name} returned shape {r.shape}; "
+                                         f"the activation has shape {act.shape}") from None
+                    act[...] = r
             return fn
-        arr, keep = hook_array([(n, wrap(f)) for n, f in self._fwd_hooks])
+        arr, keep = hook_array([(h[0], wrap(h[1])) for h in self._fwd_hooks])
         i = next(k for k, a in enumerate(args) if a is _HOOKS)
         args = args[:i] + (arr, len(self._fwd_hooks)) + args[i + 1:]
         try:

@@ -23,6 +23,8 @@ part of the text, so to_string(to_tokens(s)[0]) == s for every str s a tokenizer
 can represent (any str for ByteTokenizer).
 """
 import array
+import base64
+import json
 import os
 
 from . import _arrays
@@ -57,6 +59,12 @@ class _Tokenizer:
 
     bos_id = None
     d_vocab = 0
+
+    @property
+    def bos_token_id(self):
+        """The BOS id or None: bos_id under the name Hugging Face tokenizers give it
+        (TransformerLens code reads model.tokenizer.bos_token_id)."""
+        return self.bos_id
 
     def to_tokens(self, text, prepend_bos=None):
         """Token ids of `text` (str; ByteTokenizer also takes bytes) as int32
@@ -143,19 +151,33 @@ class SentencePieceTokenizer(_Tokenizer):
     scripts/phase-change.sh makes its token files); None: line breaks go to
     sentencepiece like any other character. `bos_id`: the id of a BOS token, outside
     the model's pieces or the model's own control piece (sp.bos_id(), `<s>`), or None.
-    d_vocab is the largest id + 1."""
+    d_vocab is the largest id + 1. `model_proto`: the model's serialized bytes instead of
+    a file (serialized_model_proto() gives them; Model.save() stores them this way)."""
 
-    def __init__(self, model_file, newline_id=None, bos_id=None):
+    def __init__(self, model_file=None, newline_id=None, bos_id=None, model_proto=None):
         try:
             import sentencepiece
         except ImportError as e:
             raise ImportError("SentencePieceTokenizer needs the sentencepiece module "
                               "(Debian: apt-get install python3-sentencepiece)") from e
-        path = os.fspath(model_file)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"no sentencepiece model at {path!r}")
-        self.model_file = path
-        self.sp = sentencepiece.SentencePieceProcessor(model_file=path)
+        if (model_file is None) == (model_proto is None):
+            raise TypeError("give a sentencepiece model as model_file (a path) or as "
+                            "model_proto (its serialized bytes), not both")
+        if model_proto is not None:
+            if not isinstance(model_proto, (bytes, bytearray)):
+                raise TypeError(f"model_proto must be bytes, got {type(model_proto).__name__}")
+            self.model_file = None
+            self.sp = sentencepiece.SentencePieceProcessor()
+            try:
+                self.sp.LoadFromSerializedProto(bytes(model_proto))
+            except Exception as e:  # sentencepiece raises OSError / RuntimeError
+                raise ValueError(f"model_proto is not a sentencepiece model: {e}") from None
+        else:
+            path = os.fspath(model_file)
+            if not os.path.isfile(path):
+                raise FileNotFoundError(f"no sentencepiece model at {path!r}")
+            self.model_file = path
+            self.sp = sentencepiece.SentencePieceProcessor(model_file=path)
         self.n_pieces = self.sp.get_piece_size()
         self.newline_id = newline_id
         self.bos_id = bos_id
@@ -199,14 +221,21 @@ class SentencePieceTokenizer(_Tokenizer):
     def _pieces(self, ids):
         for t in ids:
             if t >= self.n_pieces or t == self.bos_id:
-                raise IndexError(f"token id {t} is not a piece of {self.model_file!r}")
+                raise IndexError(f"token id {t} is not a piece of {self._source()}")
         return self.sp.decode(list(ids))
+
+    def _source(self):
+        return repr(self.model_file) if self.model_file else "the sentencepiece model"
+
+    def serialized_model_proto(self):
+        """The sentencepiece model as bytes (what model_proto= takes back)."""
+        return self.sp.serialized_model_proto()
 
     def _piece(self, t):
         if t == self.newline_id:
             return "\n"
         if t >= self.n_pieces:
-            raise IndexError(f"token id {t} is not a piece of {self.model_file!r}")
+            raise IndexError(f"token id {t} is not a piece of {self._source()}")
         if self.sp.is_unknown(t) or self.sp.is_control(t):
             return self.sp.id_to_piece(t)
         if self.sp.is_byte(t):  # byte fallback, <0x0A>
@@ -214,6 +243,42 @@ class SentencePieceTokenizer(_Tokenizer):
         # the piece as it stands in the text: decode() alone would drop the leading space
         # of a word's first piece (the model's dummy prefix)
         return self.sp.id_to_piece(t).replace("\u2581", " ")
+
+
+def tokenizer_to_json(tok):
+    """A tokenizer as a JSON string (what Model.save() stores under the checkpoint's
+    `tokenizer` metadata key; docs/checkpoint-format.md):
+    {"type": "byte", "bos": bool} or {"type": "sentencepiece", "model_proto": base64,
+    "newline_id": int|null, "bos_id": int|null}."""
+    if isinstance(tok, ByteTokenizer):
+        d = {"type": "byte", "bos": tok.bos}
+    elif isinstance(tok, SentencePieceTokenizer):
+        d = {"type": "sentencepiece",
+             "model_proto": base64.b64encode(tok.serialized_model_proto()).decode("ascii"),
+             "newline_id": tok.newline_id, "bos_id": tok.bos_id}
+    else:
+        raise TypeError(f"cannot save a tokenizer of type {type(tok).__name__}: "
+                        f"ByteTokenizer or SentencePieceTokenizer")
+    return json.dumps(d, separators=(",", ":"))
+
+
+def tokenizer_from_json(text):
+    """The tokenizer of tokenizer_to_json(); ValueError for anything else."""
+    try:
+        d = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"tokenizer metadata is not JSON: {e}") from None
+    kind = d.get("type") if isinstance(d, dict) else None
+    if kind == "byte" and isinstance(d.get("bos"), bool):
+        return ByteTokenizer(bos=d["bos"])
+    if kind == "sentencepiece" and isinstance(d.get("model_proto"), str):
+        try:
+            proto = base64.b64decode(d["model_proto"], validate=True)
+        except ValueError as e:
+            raise ValueError(f"tokenizer metadata: model_proto is not base64: {e}") from None
+        return SentencePieceTokenizer(model_proto=proto, newline_id=d.get("newline_id"),
+                                      bos_id=d.get("bos_id"))
+    raise ValueError(f"tokenizer metadata of an unknown form: {str(text)[:80]!r}")
 
 
 __all__ = ["ByteTokenizer", "SentencePieceTokenizer", "BOS_STR"]
