@@ -120,7 +120,7 @@ def main():
         try:
             with Chromium(window="800,600", prog="test_npm") as cdp:
                 cdp.call("Page.navigate", url=base + "index.html")
-                got = cdp.wait_for("document.documentElement.dataset.result", 120)
+                got = cdp.wait_for("document.documentElement && document.documentElement.dataset.result", 120)
                 out = json.loads(got) if got else {"error": f"no result; console {cdp.console}"}
                 if "error" in out:
                     fails.append(f"page: {out['error']}")

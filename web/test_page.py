@@ -152,7 +152,7 @@ def main():
         t0 = time.monotonic()
         state = None
         while time.monotonic() - t0 < a.timeout:
-            state = cdp.eval("document.documentElement.dataset.state || ''")
+            state = cdp.eval("(document.documentElement && document.documentElement.dataset.state) || ''")
             if state in ("done", "error"):
                 break
             time.sleep(2)

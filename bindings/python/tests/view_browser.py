@@ -133,7 +133,7 @@ def main():
             # hover token 300: head 0 (the focus) attends from 300 to 299, and 301 to 300
             x, y = center(cdp, "document.querySelectorAll('.iv-tok')[300]")
             cdp.mouse(x, y)
-            if cdp.wait_for("document.querySelector('.iv').dataset.query === '300'", 10) is None:
+            if cdp.wait_for("document.querySelector('.iv').dataset.query === '300'", 60) is None:
                 fails.append("hovering token 300 did not select it")
             bg = cdp.eval("Array.from(document.querySelectorAll('.iv-tok')).map(e => e.style.background)")
             checks = [(299, [8, 48, 107], "attended to by 300 (Blues' darkest)"),
@@ -174,7 +174,7 @@ def main():
                          " c.scrollIntoView({block: 'center'}); const b = c.getBoundingClientRect();"
                          " return [b.left, b.top, b.width]; })()")
             cdp.mouse(r[0] + (10.5 / T) * r[2], r[1] + (400.5 / T) * r[2])
-            if cdp.wait_for("document.querySelector('.iv').dataset.query === '400'", 10) is None:
+            if cdp.wait_for("document.querySelector('.iv').dataset.query === '400'", 60) is None:
                 q = cdp.eval("document.querySelector('.iv').dataset.query")
                 fails.append(f"hovering row 400 of head 2 selected query {q}")
 
