@@ -1,7 +1,7 @@
 #!/bin/sh
 # The phase change on real text: prepare a corpus, run the study of three models through
 # its stages (study/runner.py: study-train and study-analyse for each model, then
-# study/report.py), then draw the figures with examples/plot_phase_change.py. Run after a
+# study/report.py), then draw the figures with study/plot_phase_change.py. Run after a
 # build (scripts/build.sh build). Every option not listed here goes to the runner
 # unchanged (its flags: study/runner.py --help, docs/phase-change.md, docs/study.md).
 # The same command again resumes: finished models are kept, unfinished ones continue.
@@ -16,7 +16,7 @@
 #                    windows (over an hour on 2 cores; docs/phase-change.md)
 #   --corpus python  the pinned corpus (default): CPython 3.11's standard library from
 #                    Debian 12's packages, a fixed file list with per-file SHA-256
-#                    (examples/phase_change_corpus.json, docs/phase-change.md "The corpus")
+#                    (study/phase_change_corpus.json, docs/phase-change.md "The corpus")
 #   --corpus kjv     the King James Bible from Debian's bible-kjv
 #   --corpus PATH    your own text file
 #   --bytes          byte-level tokens instead of word pieces
@@ -66,7 +66,7 @@ exe=$build/study/study-train
 mkdir -p "$data"
 py=/usr/bin/python3
 
-# ---- the corpus, the tokenizer and the token file (scripts/phase_change_data.py) ----
+# ---- the corpus, the tokenizer and the token file (study/phase_change_data.py) ----
 # prepared files are kept in $data and reused while their corpus stays the same
 report=$(mktemp "$data/.report.XXXXXX")
 trap 'rm -f "$report"' EXIT
@@ -90,7 +90,7 @@ case "$corpus" in
 esac
 
 if [ -z "$bpe" ]; then
-    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" $tree \
+    $py "$root/study/phase_change_data.py" prepare --corpus "$corpus" --text "$text" $tree \
         --report "$report"
     if [ -n "$tree" ]; then
         set -- --text "$text" --suffix .py "$@"
@@ -110,7 +110,7 @@ else
                "$(stat -c '%s %Y' "$corpus")" | cksum | cut -d' ' -f1) ;;
     esac
     prefix=$data/$name-bpe$bpe
-    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" \
+    $py "$root/study/phase_change_data.py" prepare --corpus "$corpus" --text "$text" \
         --bpe "$bpe" --prefix "$prefix" --report "$report"
     set -- --tokens "$prefix.u16" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
@@ -126,12 +126,12 @@ fi
 $py "$root/study/runner.py" --build "$build" --out "$out" "$@"
 if [ ! -f "$out/summary.json" ]; then
     echo "phase-change.sh: no $out/summary.json yet (models running elsewhere): build the report with" \
-         "$py $root/study/report.py $out, then $py $root/scripts/phase_change_data.py stamp $out $report" >&2
+         "$py $root/study/report.py $out, then $py $root/study/phase_change_data.py stamp $out $report" >&2
     trap - EXIT
     exit 0
 fi
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
-$py "$root/scripts/phase_change_data.py" stamp "$out" "$report"
+$py "$root/study/phase_change_data.py" stamp "$out" "$report"
 if [ "$plot" = 1 ]; then
-    $py "$root/examples/plot_phase_change.py" "$out" --build "$build"
+    $py "$root/study/plot_phase_change.py" "$out" --build "$build"
 fi

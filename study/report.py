@@ -329,7 +329,7 @@ def markdown(s, judged, d, source_root):
     add("## Figures\n\n")
     for f in FIGURES:
         add("- %s/%s\n" % (d, f))
-    add("\n(drawn by /usr/bin/python3 %s/examples/plot_phase_change.py %s; "
+    add("\n(drawn by /usr/bin/python3 %s/study/plot_phase_change.py %s; "
         "scripts/phase-change.sh runs it after the program)\n" % (source_root, d))
     return "".join(lines)
 

@@ -1,4 +1,4 @@
-/* The statistics the phase-change checks rest on (lib/analysis_stats.c): batch means,
+/* The statistics the phase-change checks rest on (lib/analysis/stats.c): batch means,
  * paired differences, the band ICL estimator and the ICL score over groups of windows,
  * against values computed by hand on small inputs and against the library's own loss
  * curves. */

@@ -5,8 +5,8 @@ from which the run continues to the same bits as an uninterrupted one. The study
 programs (study-train, study-analyse) share the command-line plumbing and are held to the
 same rules.
 
-Environment (tests/meson.build): INDUCT_EXAMPLES, the build's examples directory (the
-stage programs are in its sibling `study`)."""
+Environment (tests/meson.build): INDUCT_EXAMPLES, the build's examples directory, and
+INDUCT_STUDY, its study directory (the study's stage programs)."""
 import json
 import os
 import re
@@ -17,13 +17,12 @@ import time
 import pytest
 
 EXAMPLES = os.environ["INDUCT_EXAMPLES"]
+STUDY = os.environ["INDUCT_STUDY"]
 PROGRAMS = ["train-run", "induction-rrt", "kv-retrieval", "study-train", "study-analyse"]
 
 
 def exe(name):
-    if name.startswith("study-"):
-        return os.path.join(EXAMPLES, "..", "study", name)
-    return os.path.join(EXAMPLES, name)
+    return os.path.join(STUDY if name.startswith("study-") else EXAMPLES, name)
 
 
 def run(name, args, **kw):
