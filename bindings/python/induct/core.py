@@ -19,6 +19,7 @@ from ._errors import BufferTooSmall, InductError, Interrupted, IOFailure, \
 from .analysis import ModelAnalysis, _probe_config
 from .hooks import ModelHooks, train_step_hooked
 from .model_lens import _UNSET, ModelLens
+from .llc import ModelLLC
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -102,7 +103,7 @@ class _Handle:
 
 
 
-class Model(_Handle, ModelLens, ModelAnalysis, ModelHooks):
+class Model(_Handle, ModelLens, ModelAnalysis, ModelHooks, ModelLLC):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),
