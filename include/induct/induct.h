@@ -2891,7 +2891,8 @@ INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t
  *
  *     λ̂ = nβ·(mean of its recorded losses − L(w*)),
  *
- * with L(w*) the mean loss over `init_batches` fixed minibatches at w*. The result
+ * with L(w*) the mean loss over `init_batches` fixed minibatches at w* (or, with
+ * `paired`, each recorded loss less the same minibatch's loss at w*). The result
  * reports the mean and the standard deviation over chains, every chain's loss trace,
  * the fraction of draws below L(w*) and, optionally, the Metropolis-adjusted Langevin
  * (MALA) acceptance rate of the steps. docs/llc.md has the definitions, every parameter,
@@ -2957,6 +2958,14 @@ typedef struct induct_llc_config {
                                  defined) or ::INDUCT_SPLIT_EVAL. Default train. */
     uint32_t mala;          /**< 1: compute the MALA acceptance rate of every step (a
                                  diagnostic; the chain is not changed). Default 0. */
+    uint32_t paired;        /**< 1: the paired estimate (not in devinterp): each recorded
+                                 loss is compared with the loss of the same minibatch at
+                                 w*, λ̂ = nβ·mean(L_m(w_t) − L_m(w*)); the same expectation,
+                                 without the minibatch-to-minibatch spread of the loss
+                                 (dominant with small minibatches of text), for one
+                                 forward pass more per draw. 0: λ̂ = nβ·(mean L_m(w_t) −
+                                 L(w*)) as devinterp. Default 0. */
+    uint32_t reserved0;     /**< Must be 0. */
 } induct_llc_config;
 
 /**
@@ -3014,7 +3023,8 @@ typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, 
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model or dataset, a mask entry other than
  *         0/1 or an empty mask, a dataset vocabulary above d_vocab, a bad setting: zero
  *         chains, draws, every or batch, a non-positive or non-finite ε, nβ or n_data, a
- *         negative γ, an nβ rule with m < 2, an unknown rule or split, mala not 0/1);
+ *         negative γ, an nβ rule with m < 2, an unknown rule or split, mala or paired not
+ *         0/1, reserved0 ≠ 0);
  *         ::INDUCT_ERANGE (seq_len outside [2, n_ctx], a mask length other than
  *         n_params); ::INDUCT_EABI; ::INDUCT_ELIMIT (too many steps, a workspace or
  *         chain state beyond the model's `max_bytes`); ::INDUCT_ENOMEM;
@@ -3086,7 +3096,8 @@ typedef struct induct_llc_summary {
     double llc_se;        /**< Its standard error, llc_std / √chains; NaN with one chain. */
     double init_loss;     /**< L(w*), nats. */
     double nbeta;         /**< The nβ used. */
-    double below_init;    /**< Fraction of all draws whose loss is below L(w*). */
+    double below_init;    /**< Fraction of all draws whose loss is below L(w*) (paired:
+                               below the same minibatch's loss at w*). */
     double mala_accept;   /**< Mean MALA acceptance probability over chains and steps;
                                NaN unless `mala` was set. */
     uint64_t n_sampled;   /**< Coordinates sampled (the mask's ones). */
@@ -3094,6 +3105,8 @@ typedef struct induct_llc_summary {
     uint32_t draws;       /**< Recorded losses per chain. */
     uint32_t steps;       /**< Steps per chain, burnin + draws·every. */
     uint32_t init_batches;/**< K, the minibatches of L(w*). */
+    uint32_t paired;      /**< 1 for a paired estimate (::induct_llc_config::paired). */
+    uint32_t reserved0;   /**< 0. */
 } induct_llc_summary;
 
 /**
@@ -3113,24 +3126,28 @@ INDUCT_API int induct_llc_result_summary(const induct_llc_result *result,
 /** induct_llc_result_get(): the losses of the burn-in steps, `[chains][burnin]` (nats;
  *  with `every` = 1 they and the draws are every step's loss). @since 0.1 */
 #define INDUCT_LLC_BURNIN_LOSSES 2u
-/** induct_llc_result_get(): per chain, the fraction of draws below L(w*), `[chains]`. @since 0.1 */
+/** induct_llc_result_get(): per chain, the fraction of draws below L(w*) (paired: below
+ *  their minibatch's loss at w*), `[chains]`. @since 0.1 */
 #define INDUCT_LLC_CHAIN_BELOW 3u
 /** induct_llc_result_get(): per chain, the mean MALA acceptance, `[chains]` (NaN without
  *  `mala`). @since 0.1 */
 #define INDUCT_LLC_CHAIN_MALA 4u
 /** induct_llc_result_get(): the loss at w* of each of the K minibatches, `[K]`. @since 0.1 */
 #define INDUCT_LLC_INIT_LOSSES 5u
+/** induct_llc_result_get(): with `paired`, the loss at w* of each draw's minibatch,
+ *  `[chains][draws]` (nats). @since 0.1 */
+#define INDUCT_LLC_DRAW_REF_LOSSES 6u
 
 /**
  * @brief Copy one array of a result out.
  * @param result The result.
  * @param which `INDUCT_LLC_CHAIN_LLC`, `…_DRAW_LOSSES`, `…_BURNIN_LOSSES`, `…_CHAIN_BELOW`,
- *        `…_CHAIN_MALA` or `…_INIT_LOSSES`.
+ *        `…_CHAIN_MALA`, `…_INIT_LOSSES` or `…_DRAW_REF_LOSSES`.
  * @param[out] out Buffer of `out_cap` doubles, or NULL to ask for the length.
  * @param out_cap Capacity of `out`.
  * @param[out] out_len Elements of the array (set also on ::INDUCT_EBUFSIZE), or NULL.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL result, unknown `which`);
- *         ::INDUCT_EBUFSIZE.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL result, unknown `which`,
+ *         `…_DRAW_REF_LOSSES` of an estimate that was not paired); ::INDUCT_EBUFSIZE.
  * @since 0.1 Thread-safe (the result is only read).
  */
 INDUCT_API int induct_llc_result_get(const induct_llc_result *result, uint32_t which,

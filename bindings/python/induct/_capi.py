@@ -282,7 +282,7 @@ class LLCConfig(_Sized):
         ("init_batches", c_uint32), ("nbeta_rule", c_uint32), ("nbeta", c_double),
         ("n_data", c_double), ("epsilon", c_double), ("gamma", c_double),
         ("max_increase", c_double), ("seed", c_uint64), ("batch_offset", c_uint64),
-        ("split", c_uint32), ("mala", c_uint32),
+        ("split", c_uint32), ("mala", c_uint32), ("paired", c_uint32), ("reserved0", c_uint32),
     ]
 
 
@@ -292,6 +292,7 @@ class LLCSummary(ctypes.Structure):
         ("init_loss", c_double), ("nbeta", c_double), ("below_init", c_double),
         ("mala_accept", c_double), ("n_sampled", c_uint64), ("chains", c_uint32),
         ("draws", c_uint32), ("steps", c_uint32), ("init_batches", c_uint32),
+        ("paired", c_uint32), ("reserved0", c_uint32),
     ]
 
 

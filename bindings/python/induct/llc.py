@@ -6,7 +6,8 @@ Configuration keywords are the fields of induct_llc_config: chains (4), draws (2
 burnin (0), every (1), batch (32), seq_len (0 = n_ctx), init_batches (0 = chains),
 nbeta_rule ('batch', 'tokens', 'data' or 'fixed'; default 'batch'), nbeta, n_data,
 epsilon (0.01), gamma (0), max_increase (0 = off), seed (0), batch_offset (0), split
-('train' or 'eval'), mala (False). Giving `nbeta` without a rule means 'fixed', giving
+('train' or 'eval'), mala (False), paired (False: devinterp's estimate; True: each draw
+against its own minibatch's loss at w*). Giving `nbeta` without a rule means 'fixed', giving
 `n_data` means 'data'. Defaults (in parentheses) come from the library.
 """
 import numbers
@@ -20,7 +21,7 @@ NBETA_RULE = {"batch": 0, "tokens": 1, "data": 2, "fixed": 3}
 SPLIT = {"train": 0, "eval": 1}
 #: induct_llc_result_get() arrays: (attribute, INDUCT_LLC_* value).
 _ARRAYS = (("chain_llc", 0), ("draw_losses", 1), ("burnin_losses", 2), ("chain_below", 3),
-           ("chain_mala", 4), ("init_losses", 5))
+           ("chain_mala", 4), ("init_losses", 5), ("draw_ref_losses", 6))
 
 
 class LLCResult:
@@ -28,19 +29,23 @@ class LLCResult:
 
     Scalars: llc_mean, llc_std (over chains, n - 1), llc_se (llc_std / sqrt(chains)),
     init_loss (L(w*), nats), nbeta, below_init (fraction of draws below L(w*)),
-    mala_accept (NaN unless mala=True), n_sampled, chains, draws, steps, init_batches.
-    Arrays (float64; NumPy when importable): chain_llc [chains], draw_losses
+    mala_accept (NaN unless mala=True), n_sampled, chains, draws, steps, init_batches,
+    paired. Arrays (float64; NumPy when importable): chain_llc [chains], draw_losses
     [chains, draws], burnin_losses [chains, burnin], chain_below [chains], chain_mala
-    [chains], init_losses [init_batches]."""
+    [chains], init_losses [init_batches], draw_ref_losses [chains, draws] (the draws'
+    minibatches at w*; None unless paired)."""
 
     def __init__(self, handle):
         s = new_struct(LLCSummary)
         call("induct_llc_result_summary", handle, s)
         for name, _ in LLCSummary._fields_:
-            if name != "size":
+            if name not in ("size", "reserved0"):
                 setattr(self, name, getattr(s, name))
         burnin = 0
         for attr, which in _ARRAYS:
+            if attr == "draw_ref_losses" and not self.paired:
+                self.draw_ref_losses = None
+                continue
             n = Out("size")
             try:
                 call("induct_llc_result_get", handle, which, None, 0, n)
@@ -48,7 +53,7 @@ class LLCResult:
                 pass
             buf = _arrays.buffer(n.value, "d")
             call("induct_llc_result_get", handle, which, buf, n.value, Out("size"))
-            if attr == "draw_losses":
+            if attr in ("draw_losses", "draw_ref_losses"):
                 buf = _arrays.shaped(buf, (self.chains, self.draws))
             elif attr == "burnin_losses":
                 burnin = n.value // self.chains
@@ -76,8 +81,9 @@ def _config(kw):
             kw["nbeta_rule"] = "fixed"
         elif "n_data" in kw:
             kw["nbeta_rule"] = "data"
-    if "mala" in kw:
-        kw["mala"] = int(bool(kw["mala"]))
+    for flag in ("mala", "paired"):
+        if flag in kw:
+            kw[flag] = int(bool(kw[flag]))
     return LLCConfig.from_kwargs(kw, {"nbeta_rule": NBETA_RULE, "split": SPLIT})
 
 
