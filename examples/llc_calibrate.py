@@ -83,7 +83,8 @@ def main():
         return dict(epsilon=e, nbeta_setting=nb, gamma=g, diverged=False, llc=r.llc_mean,
                     llc_se=r.llc_se, llc_chains=r.chain_llc.tolist(), nbeta=r.nbeta,
                     init_loss=r.init_loss, below_init=r.below_init, mala=r.mala_accept,
-                    traces=(r.draw_losses - r.init_loss).tolist(),
+                    traces=(r.draw_losses - (r.draw_ref_losses if r.paired else r.init_loss)
+                            ).tolist(), paired=bool(r.paired),
                     seconds=time.time() - t0, cpu_seconds=time.thread_time() - c0)
 
     print(f"{len(cells)} cells on {a.model} step {step} ({path}), {a.jobs} at a time")
@@ -133,7 +134,7 @@ def plot(doc, eps, nbs, gms, out):
                 ax.set_title(f"λ̂ {r['llc']:.1f} ± {r['llc_se']:.1f}, nβ {r['nbeta']:.3g}",
                              fontsize=8)
             if j == 0:
-                ax.set_ylabel(f"ε = {e:g}\nL − L(w*) (nats)", fontsize=8)
+                ax.set_ylabel(f"ε = {e:g}\nL(w) − L(w*) (nats)", fontsize=8)
             if i == len(eps) - 1:
                 ax.set_xlabel(f"draw (nβ: {nb})", fontsize=8)
             ax.tick_params(labelsize=7)
@@ -159,7 +160,12 @@ def plot(doc, eps, nbs, gms, out):
             for x in xd:
                 ax.plot([x], [ys[-1] if ys else 0], "x", color=line[0].get_color(), ms=8)
         ax.set_xscale("log")
-        ax.set_xlabel("ε")
+        ax.set_xticks(eps)
+        ax.set_xticklabels([f"{e:g}" for e in eps], fontsize=7)
+        vals = [r["llc"] for r in doc["cells"] if not r["diverged"] and r["gamma"] == g]
+        if vals and min(vals) > 0:
+            ax.set_yscale("log")
+        ax.set_xlabel("ε (x: diverged)")
         ax.set_ylabel("λ̂ (mean ± SE over chains)")
         ax.set_title(f"γ = {g:g}")
         ax.legend(fontsize=7)

@@ -9,6 +9,7 @@ the phase-change window) and one directory per model with ckpt-<step>.safetensor
 final.safetensors (the last step), plus metrics.jsonl (per-head prefix-matching and
 previous-token scores at every evaluation).
 """
+import argparse
 import glob
 import json
 import math
@@ -95,13 +96,15 @@ def log_subset(items, n):
 def settings_from_args(a):
     """The LLC keywords of Model.llc from the common command-line options."""
     kw = dict(chains=a.chains, draws=a.draws, burnin=a.burnin, every=a.every, batch=a.batch,
-              seq_len=a.seq_len, epsilon=a.epsilon, gamma=a.gamma, seed=a.seed)
+              seq_len=a.seq_len, epsilon=a.epsilon, gamma=a.gamma, seed=a.seed,
+              init_batches=a.init_batches)
     if a.nbeta in ("batch", "tokens"):
         kw["nbeta_rule"] = a.nbeta
     else:
         kw["nbeta"] = float(a.nbeta)
     if a.max_increase:
         kw["max_increase"] = a.max_increase
+    kw["paired"] = a.paired
     return kw
 
 
@@ -122,6 +125,11 @@ def add_sampler_options(p, defaults):
     g.add_argument("--max-increase", type=float, default=defaults.get("max_increase", 0.0),
                    help="a recorded loss this many nats above L(w*) counts as divergence "
                         "(0: only non-finite values)")
+    g.add_argument("--paired", action=argparse.BooleanOptionalAction,
+                   default=defaults.get("paired", True),
+                   help="compare each draw with its own minibatch at w* (default: on)")
+    g.add_argument("--init-batches", type=int, default=defaults.get("init_batches", 0),
+                   help="minibatches of L(w*) (0 = chains)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--threads", type=int, default=1, help="OpenMP threads per estimate")
     g.add_argument("--jobs", type=int, default=2, help="estimates run at once (threads)")
