@@ -117,13 +117,13 @@ def plot(doc, eps, nbs, gms, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     cells = {(r["epsilon"], r["nbeta_setting"], r["gamma"]): r for r in doc["cells"]}
-    g0 = gms[0]
-    fig, axes = plt.subplots(len(eps), len(nbs), figsize=(3.2 * len(nbs), 2.2 * len(eps)),
+    rows = [(g, e) for g in gms for e in eps]
+    fig, axes = plt.subplots(len(rows), len(nbs), figsize=(3.2 * len(nbs), 2.2 * len(rows)),
                              squeeze=False, sharex=True)
-    for i, e in enumerate(eps):
+    for i, (g, e) in enumerate(rows):
         for j, nb in enumerate(nbs):
             ax = axes[i][j]
-            r = cells[(e, nb, g0)]
+            r = cells[(e, nb, g)]
             if r["diverged"]:
                 ax.text(0.5, 0.5, "diverged", ha="center", va="center", transform=ax.transAxes,
                         color="tab:red")
@@ -134,12 +134,12 @@ def plot(doc, eps, nbs, gms, out):
                 ax.set_title(f"λ̂ {r['llc']:.1f} ± {r['llc_se']:.1f}, nβ {r['nbeta']:.3g}",
                              fontsize=8)
             if j == 0:
-                ax.set_ylabel(f"ε = {e:g}\nL(w) − L(w*) (nats)", fontsize=8)
-            if i == len(eps) - 1:
+                ax.set_ylabel(f"γ = {g:g}, ε = {e:g}\nL(w) − L(w*) (nats)", fontsize=8)
+            if i == len(rows) - 1:
                 ax.set_xlabel(f"draw (nβ: {nb})", fontsize=8)
             ax.tick_params(labelsize=7)
-    fig.suptitle(f"{doc['model']} at step {doc['step']} ({doc['tokens'] / 1e6:.2f} M tokens), "
-                 f"γ = {g0:g}: loss traces of every chain", fontsize=10)
+    fig.suptitle(f"{doc['model']} at step {doc['step']} ({doc['tokens'] / 1e6:.2f} M tokens): "
+                 f"loss traces of every chain", fontsize=10)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "calibration_traces.png"), dpi=110)
     plt.close(fig)
