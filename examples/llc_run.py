@@ -93,6 +93,27 @@ def log_subset(items, n):
     return [keep[s] for s in sorted(keep)]
 
 
+def window_subset(items, windows, tps, k):
+    """Up to k of the (step, ...) items inside any of the token windows [(start, end)],
+    evenly spaced in step, with the last item before and the first after each window."""
+    if k <= 0 or not windows:
+        return []
+    out = {}
+    for start, end in windows:
+        inside = [it for it in items if start <= it[0] * tps <= end]
+        before = [it for it in items if it[0] * tps < start]
+        after = [it for it in items if it[0] * tps > end]
+        if before:
+            out[before[-1][0]] = before[-1]
+        if after:
+            out[after[0][0]] = after[0]
+        if inside:
+            for i in range(min(k, len(inside))):
+                j = round(i * (len(inside) - 1) / max(min(k, len(inside)) - 1, 1))
+                out[inside[j][0]] = inside[j]
+    return [out[s] for s in sorted(out)]
+
+
 def settings_from_args(a):
     """The LLC keywords of Model.llc from the common command-line options."""
     kw = dict(chains=a.chains, draws=a.draws, burnin=a.burnin, every=a.every, batch=a.batch,

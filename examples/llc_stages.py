@@ -4,8 +4,8 @@
 stages by Hoogland et al.'s rule, and per-head refined LLCs (docs/llc.md).
 
 Usage: /usr/bin/python3 examples/llc_stages.py RUN_DIR [--models 2L,1L]
-           [--checkpoints N] [--heads] [sampler options] [--smooth W] [--out DIR]
-           [--build BUILD_DIR] [--data PATH]
+           [--checkpoints N [--window-points K]] [--heads] [sampler options] [--smooth W]
+           [--out DIR] [--build BUILD_DIR] [--data PATH]
 
 RUN_DIR is the --out directory of scripts/phase-change.sh run with --snapshots N (which
 keeps N + 1 checkpoints per model; the default 4 is too few for a curve: use 30 or more).
@@ -35,8 +35,8 @@ import llc_run
 
 # The settings docs/llc.md recommends for the phase-change models (from
 # examples/llc_calibrate.py on the 2-layer model; docs/llc.md, "Calibration").
-RECOMMENDED = dict(chains=4, draws=50, burnin=20, batch=4, epsilon=1e-3, gamma=300.0,
-                   nbeta="tokens", max_increase=2.0)
+RECOMMENDED = dict(chains=4, draws=20, burnin=10, batch=4, epsilon=3e-4, gamma=1000.0,
+                   nbeta="tokens", max_increase=2.0, paired=True, init_batches=8)
 
 
 def stages(xs, ys, width, se):
@@ -71,6 +71,10 @@ def main():
     p.add_argument("--checkpoints", type=int, default=0,
                    help="at most this many checkpoints per model, spread in log(step) "
                         "(0: every kept one)")
+    p.add_argument("--window-points", type=int, default=10,
+                   help="with --checkpoints, also up to this many checkpoints inside the "
+                        "phase-change window of any of the models, and the ones just outside "
+                        "it (10; 0: none)")
     p.add_argument("--heads", action="store_true",
                    help="also every head's refined LLC (its W_Q, W_K, W_V, W_O slices)")
     p.add_argument("--smooth", type=float, default=0.2,
@@ -95,9 +99,14 @@ def main():
     kw = llc_run.settings_from_args(a)
     tasks = []
     per_model = {}
+    windows = [(m["window"]["start_tokens"], m["window"]["end_tokens"])
+               for n, m in allm.items() if n in names and m.get("window", {}).get("found")]
     for n in names:
-        ck = llc_run.log_subset(llc_run.checkpoints(a.run_dir, n, int(allm[n]["steps"])),
-                                a.checkpoints)
+        kept = llc_run.checkpoints(a.run_dir, n, int(allm[n]["steps"]))
+        ck = llc_run.log_subset(kept, a.checkpoints)
+        if a.checkpoints:
+            extra = llc_run.window_subset(kept, windows, tps, a.window_points)
+            ck = sorted({s: (s, q) for s, q in ck + extra}.values())
         if len(ck) < 3:
             llc_run.fail(f"{n}: {len(ck)} checkpoints; run phase-change with --snapshots 30 "
                          "or more")
