@@ -180,15 +180,16 @@ def run_parallel(tasks, jobs, work, progress=True):
                 done[0] += 1
                 if progress:
                     el = time.time() - t0
-                    print(f"\r  {done[0]}/{len(tasks)} estimates, {el:.0f} s", end="",
-                          file=sys.stderr, flush=True)
+                    tty = sys.stderr.isatty()
+                    print(f"{chr(13) if tty else ''}  {done[0]}/{len(tasks)} estimates, {el:.0f} s",
+                          end="" if tty else "\n", file=sys.stderr, flush=True)
 
     th = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, jobs))]
     for t in th:
         t.start()
     for t in th:
         t.join()
-    if progress:
+    if progress and sys.stderr.isatty():
         print(file=sys.stderr)
     return results
 

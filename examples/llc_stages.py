@@ -13,7 +13,7 @@ Every estimate uses the same settings, seed, noise and minibatches (the library 
 them from the seed alone), so differences along training are not sampling noise.
 
 Stages (Hoogland et al. 2024, Section 4): the LLC is smoothed against log(tokens) with a
-Gaussian kernel of width W decades (default 0.2) and the boundaries are its critical
+Gaussian kernel of width W decades (default 0.1) and the boundaries are its critical
 points, where the smoothed curve's slope changes sign; each is reported with its kind
 (peak or trough) and whether the change to the neighbouring critical point exceeds twice
 the median standard error of the estimates (else it is within the noise).
@@ -77,8 +77,11 @@ def main():
                         "it (10; 0: none)")
     p.add_argument("--heads", action="store_true",
                    help="also every head's refined LLC (its W_Q, W_K, W_V, W_O slices)")
-    p.add_argument("--smooth", type=float, default=0.2,
-                   help="width of the smoothing in decades of tokens (0.2)")
+    p.add_argument("--smooth", type=float, default=0.1,
+                   help="width of the smoothing in decades of tokens (0.1)")
+    p.add_argument("--reuse", metavar="LLC_JSON",
+                   help="take the estimates of an earlier llc.json made with the same settings "
+                        "instead of recomputing them (e.g. to add --heads to a curve)")
     p.add_argument("--data", help="the run's token file or text, if it moved")
     p.add_argument("--out", help="output directory (default RUN_DIR/llc)")
     p.add_argument("--build", help="meson build directory with the Python bindings")
@@ -120,8 +123,21 @@ def main():
                     for h in range(H):
                         tasks.append((n, s, path, (layer, h)))
 
+    reuse = {}
+    if a.reuse:
+        with open(a.reuse, encoding="utf-8") as f:
+            old = json.load(f)
+        if old.get("settings") != kw:
+            llc_run.fail(f"{a.reuse} was made with other settings ({old.get('settings')})")
+        for md in old["models"].values():
+            for r in md["estimates"] + md["head_estimates"]:
+                reuse[(r["model"], r["step"], r["head"])] = r
+
     def work(t):
         n, s, path, head = t
+        hit = reuse.get((n, s, None if head is None else f"{head[0]}.{head[1]}"))
+        if hit is not None:
+            return dict(hit, reused=True)
         m = induct.Model.load(path)
         m.set_threads(a.threads)
         mask = None if head is None else (f"blocks.{head[0]}.attn", head[1])
@@ -143,10 +159,11 @@ def main():
         if isinstance(r, Exception):
             llc_run.fail(f"{t[0]} step {t[1]} head {t[3]}: {r} (calibrate: "
                          "examples/llc_calibrate.py)")
-    cpu = sum(r["cpu_seconds"] for r in res)
+    fresh = [r for r in res if not r.get("reused")]
+    cpu = sum(r["cpu_seconds"] for r in fresh)
     doc = dict(run_dir=os.path.abspath(a.run_dir), settings=kw, tokens_per_step=tps,
                smooth_decades=a.smooth, wall_seconds=wall, cpu_seconds=cpu, jobs=a.jobs,
-               threads=a.threads, models={})
+               threads=a.threads, estimates_computed=len(fresh), models={})
     for n in names:
         full = [r for r in res if r["model"] == n and r["head"] is None]
         pos = [r for r in full if r["tokens"] > 0]
@@ -175,8 +192,8 @@ def main():
         if md["window"]["found"]:
             print(f"  phase-change window: {md['window']['start_tokens'] / 1e6:.2f}–"
                   f"{md['window']['end_tokens'] / 1e6:.2f} M tokens")
-    print(f"\n{len(tasks)} estimates in {wall:.0f} s wall, {cpu:.0f} s CPU "
-          f"({a.jobs} jobs x {a.threads} threads)")
+    print(f"\n{len(fresh)} estimates in {wall:.0f} s wall, {cpu:.0f} s CPU "
+          f"({a.jobs} jobs x {a.threads} threads){f', {len(res) - len(fresh)} reused' if len(fresh) < len(res) else ''}")
     plot(doc, a.run_dir, out, names, summary)
     print(f"wrote {out}/llc.json, llc.png{', llc_heads.png' if a.heads else ''}")
 
