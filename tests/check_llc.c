@@ -602,6 +602,18 @@ START_TEST(test_model_bad_input) {
     ck_assert_status(induct_llc_estimate(&r, m, d, NULL, 0, &c), INDUCT_ERANGE);
     c.seq_len = 1;
     ck_assert_status(induct_llc_estimate(&r, m, d, NULL, 0, &c), INDUCT_ERANGE);
+    /* an ablated head: the backward pass refuses, and the weights stay */
+    c.seq_len = 0;
+    float w0[16], w1[16];
+    size_t n0;
+    ck_ok(induct_model_get_tensor(m, "blocks.0.attn.b_O", INDUCT_BUF_PARAM, w0, 16, &n0));
+    ck_ok(induct_model_ablate_head(m, 1, 0, INDUCT_ABLATE_ZERO));
+    ck_assert_status(induct_llc_estimate(&r, m, d, NULL, 0, &c), INDUCT_ESTATE);
+    ck_ok(induct_model_get_tensor(m, "blocks.0.attn.b_O", INDUCT_BUF_PARAM, w1, 16, &n0));
+    ck_assert(memcmp(w0, w1, n0 * sizeof *w0) == 0);
+    ck_ok(induct_model_clear_ablations(m));
+    ck_ok(induct_llc_estimate(&r, m, d, NULL, 0, &c));
+    induct_llc_result_free(r);
     free(mask);
     induct_dataset_free(d);
     induct_dataset_free(big);

@@ -3008,8 +3008,8 @@ typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, 
  *
  * Every step runs the model's forward and backward pass on `batch` sequences of
  * `seq_len` tokens of `dataset` (batch indices as ::induct_llc_config::batch_offset
- * says; the positions a training step scores, the mean loss in nats); ablations in
- * force apply. The chain state is double, evaluated at its float32 rounding.
+ * says; the positions a training step scores, the mean loss in nats). The chain state is
+ * double, evaluated at its float32 rounding.
  * @param[out] out The result, owned by the caller (induct_llc_result_free()); NULL on
  *        failure.
  * @param model The model at w*. Its weights are restored bit for bit before the call
@@ -3031,7 +3031,9 @@ typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, 
  *         ::INDUCT_ENUMERIC (a chain diverged: a non-finite loss or gradient, or a loss
  *         more than `max_increase` above L(w*); the message names the chain and step;
  *         no estimate is returned); ::INDUCT_EINTERRUPTED (induct_model_interrupt());
- *         the dataset's errors (e.g. ::INDUCT_ERANGE for a window too long for it).
+ *         ::INDUCT_ESTATE (a head is ablated: the backward pass refuses ablations, clear
+ *         them first); the dataset's errors (e.g. ::INDUCT_ERANGE for a window too long for
+ *         it).
  * @since 0.1 Uses the model's workspace and its `n_threads`: one thread per model.
  */
 INDUCT_API int induct_llc_estimate(induct_llc_result **out, induct_model *model,
