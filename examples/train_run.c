@@ -13,11 +13,14 @@
  */
 #include <induct/induct.h>
 
+#include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -47,7 +50,8 @@ static void help(FILE *f) {
             "  --eval-every K     evaluate every K steps (default %llu; 1 ... 10^9)\n"
             "  --threads N        threads for the model (default %u; 1 ... 1024)\n"
             "  --resume FILE      continue from a snapshot or DIR/interrupted.safetensors\n"
-            "                     (the same --out and --steps; the metrics log is appended to)\n"
+            "                     (the same --out and --steps; the metrics log continues from\n"
+            "                     the snapshot's step, records written after it are dropped)\n"
             "  --target-loss X    stop once the evaluation loss is <= X nats (default 0: off)\n"
             "  -h, --help         this help\n"
             "\n"
@@ -56,6 +60,26 @@ static void help(FILE *f) {
             "Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (resume point saved).\n",
             (unsigned long long)DEFAULTS.steps, DEFAULTS.layers,
             (unsigned long long)DEFAULTS.eval_every, DEFAULTS.threads);
+}
+
+/* A run killed while it wrote a snapshot leaves that write's temporary file
+ * (`<snapshot>.tmp.<pid>.<n>`, the previous snapshot intact). Remove those of processes
+ * that no longer exist, so that repeated kills do not fill the disk. */
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".safetensors.tmp.");
+        if (!t) continue;
+        long pid = strtol(t + strlen(".safetensors.tmp."), NULL, 10);
+        if (pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH)) {
+            char path[8192];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (pid > 0) unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 static void on_option(const char *name, const char *v, void *ud) {
@@ -108,6 +132,7 @@ int main(int argc, char **argv) {
     double target = opt.target;
     if (strlen(out) > 4000) cli_usage_error("--out: the path is too long");
     cli_signals_catch(); /* from here a Ctrl-C or SIGTERM ends in a resume point */
+    remove_stale_temporaries(out);
 
     induct_model *m = NULL;
     induct_optimizer *o = NULL;

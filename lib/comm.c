@@ -31,9 +31,8 @@ INDUCT_API int induct_optimizer_set_comm(induct_optimizer *o, const induct_comm 
                    fn, c->size, sizeof(induct_comm));
     INDUCT_FAIL_IF(!c->sendrecv || !c->barrier, INDUCT_EINVAL,
                    "%s: the sendrecv and barrier callbacks are required", fn);
-    INDUCT_FAIL_IF(!pow2(c->n_ranks) || c->n_ranks > COMM_RANKS_MAX, INDUCT_EINVAL,
-                   "%s: n_ranks %u is not a power of two in 1 ... %u", fn, c->n_ranks,
-                   COMM_RANKS_MAX);
+    INDUCT_FAIL_IF(c->n_ranks < 1 || c->n_ranks > COMM_RANKS_MAX, INDUCT_EINVAL,
+                   "%s: n_ranks %u is not in 1 ... %u", fn, c->n_ranks, COMM_RANKS_MAX);
     INDUCT_FAIL_IF(c->rank >= c->n_ranks, INDUCT_EINVAL, "%s: rank %u is not below n_ranks %u",
                    fn, c->rank, c->n_ranks);
     o->comm = *c;
@@ -42,17 +41,44 @@ INDUCT_API int induct_optimizer_set_comm(induct_optimizer *o, const induct_comm 
     return INDUCT_OK;
 }
 
+/* Round t of a round-robin schedule over P ranks (the circle method): the rank that r
+ * exchanges with, or UINT32_MAX when r sits the round out (P odd). Rounds 0 ...
+ * rr_rounds(P) - 1 pair every two ranks exactly once, and both ranks of a pair compute
+ * each other. */
+static uint32_t rr_rounds(uint32_t P) { return P % 2 ? P : P - 1; }
+static uint32_t rr_partner(uint32_t P, uint32_t t, uint32_t r) {
+    uint32_t N = P + P % 2, M = N - 1, p; /* N even; rank M is the bye when P is odd */
+    if (r == M) {
+        p = (uint32_t)((uint64_t)t * (N / 2) % M); /* the r' with 2 r' = t (mod M) */
+    } else {
+        p = (uint32_t)(((uint64_t)t + M - r) % M);
+        if (p == r) p = M;
+    }
+    return p >= P ? UINT32_MAX : p;
+}
+
 int induct__comm_any(induct_optimizer *o, int *flag) {
     if (!o->has_comm) return INDUCT_OK;
     const induct_comm *c = &o->comm;
-    uint8_t mine = *flag != 0;
-    for (uint32_t j = 0; (1u << j) < c->n_ranks; j++) {
-        uint8_t theirs = 0;
-        int rc = c->sendrecv(c->user, c->rank ^ (1u << j), &mine, 1, &theirs, 1);
-        INDUCT_TRY(induct__comm_status(rc, "sendrecv (stop flag)"));
-        mine |= theirs;
+    uint8_t mine = *flag != 0, any = mine;
+    if (pow2(c->n_ranks)) { /* recursive doubling */
+        for (uint32_t j = 0; (1u << j) < c->n_ranks; j++) {
+            uint8_t theirs = 0;
+            int rc = c->sendrecv(c->user, c->rank ^ (1u << j), &any, 1, &theirs, 1);
+            INDUCT_TRY(induct__comm_status(rc, "sendrecv (stop flag)"));
+            any |= theirs;
+        }
+    } else { /* every pair once */
+        for (uint32_t t = 0; t < rr_rounds(c->n_ranks); t++) {
+            uint32_t peer = rr_partner(c->n_ranks, t, c->rank);
+            if (peer == UINT32_MAX) continue;
+            uint8_t theirs = 0;
+            int rc = c->sendrecv(c->user, peer, &mine, 1, &theirs, 1);
+            INDUCT_TRY(induct__comm_status(rc, "sendrecv (stop flag)"));
+            any |= theirs;
+        }
     }
-    *flag = mine;
+    *flag = any;
     return INDUCT_OK;
 }
 
@@ -157,6 +183,147 @@ int induct__comm_tree_sum(const induct_comm *c, float *g, size_t n, float *recv,
     return INDUCT_OK;
 }
 
+/* ---- the shard tree across any number of ranks --------------------------------------
+ * With P ranks that are not a power of two, the rank boundaries (every S/P shards) do
+ * not fall on the tree's splits. Each rank computes the *maximal* nodes of the tree whose
+ * shards are all its own (its "roots", at most about 2 log2 S of them), with node() as in
+ * one process. The nodes above the roots span ranks: the gradient is cut into P segments,
+ * rank j receives every root's values on segment j (one exchange with every other rank,
+ * round-robin), evaluates the top of the tree on that segment with the same additions as
+ * one process, and the segments are then exchanged back (all-gather). The roots' loss
+ * sums go to every rank, which evaluates the top of the loss tree itself. Every element
+ * is thus the tree's sum, in the tree's order: the same bits as one process. */
+
+/* The number of maximal nodes of tree(lo, k) inside [a, b) (a rank's shards). */
+static uint32_t roots_in(uint32_t lo, uint32_t k, uint32_t a, uint32_t b) {
+    if (lo >= b || lo + k <= a) return 0;
+    if (lo >= a && lo + k <= b) return 1;
+    return roots_in(lo, k - k / 2, a, b) + roots_in(lo + k - k / 2, k / 2, a, b);
+}
+
+typedef struct top {
+    uint32_t per, rank;
+    const uint32_t *first; /* [P + 1]: global index of each rank's first root */
+    const float *own;      /* this rank's roots, [m_r][n] */
+    const float *recv;     /* every root on this rank's segment, [M][seg] */
+    size_t n, off, seg;    /* the segment [off, off + seg) */
+    float *lv;             /* level buffers, [depth][seg] */
+    const double *loss;    /* every root's loss sum, [M] */
+    uint32_t next;         /* roots visited so far (tree order = global index) */
+} top;
+
+static void top_node(top *t, uint32_t lo, uint32_t k, uint32_t level, float *dst, double *loss) {
+    uint32_t owner = lo / t->per;
+    if ((lo + k - 1) / t->per == owner) { /* a root: one rank's shards */
+        uint32_t g = t->next++;
+        const float *src = owner == t->rank ? t->own + (size_t)(g - t->first[owner]) * t->n + t->off
+                                            : t->recv + (size_t)g * t->seg;
+        memcpy(dst, src, t->seg * sizeof(float));
+        *loss = t->loss[g];
+        return;
+    }
+    uint32_t kl = k - k / 2;
+    float *left = t->lv + (size_t)level * t->seg;
+    double ll, lr;
+    top_node(t, lo, kl, level + 1, left, &ll);
+    top_node(t, lo + kl, k / 2, level + 1, dst, &lr);
+    add(dst, left, dst, t->seg);
+    *loss = ll + lr;
+}
+
+static size_t seg_at(size_t n, uint32_t P, uint32_t j) { return (size_t)((uint64_t)n * j / P); }
+
+/* Floats of shard_buf the general path needs for S shards over P ranks (SIZE_MAX on
+ * overflow); *m_max = the most roots of one rank, *total = all roots. */
+static size_t any_ranks_floats(uint32_t S, uint32_t P, size_t n, uint32_t *m_max,
+                               uint32_t *total) {
+    uint32_t per = S / P, mm = 0, tot = 0;
+    for (uint32_t j = 0; j < P; j++) {
+        uint32_t m = roots_in(0, S, j * per, (j + 1) * per);
+        if (m > mm) mm = m;
+        tot += m;
+    }
+    *m_max = mm;
+    *total = tot;
+    /* first[] (P + 1 entries, an even count of floats), the losses (doubles), node()'s
+     * levels, the own roots, every root's segment, the top's levels, a packed segment;
+     * P <= 2^16 and a root count of about 2 log2 S per rank keep this far below 2^64 */
+    uint64_t seg = n / P + 1, f = ((uint64_t)P + 2) / 2 * 2 + 2 * (uint64_t)tot;
+    f += (uint64_t)levels(per) * n + (uint64_t)mm * n;
+    f += (uint64_t)tot * seg + (uint64_t)levels(S) * seg + (uint64_t)mm * seg;
+    return f > SIZE_MAX / sizeof(float) ? SIZE_MAX : (size_t)f;
+}
+
+static int any_ranks_grad(induct_optimizer *o, tree *t, uint32_t S, double *sum) {
+    const induct_comm *c = &o->comm;
+    uint32_t P = c->n_ranks, r = c->rank, per = S / P, m_max, total;
+    size_t n = t->n;
+    (void)any_ranks_floats(S, P, n, &m_max, &total);
+    float *b = o->shard_buf;
+    uint32_t *first = (uint32_t *)b;
+    b += ((size_t)P + 2) / 2 * 2; /* an even count: the doubles below stay 8-byte aligned */
+    double *loss = (double *)b;
+    b += 2 * (size_t)total;
+    first[0] = 0;
+    for (uint32_t j = 0; j < P; j++) first[j + 1] = first[j] + roots_in(0, S, j * per, (j + 1) * per);
+    uint32_t m_r = first[r + 1] - first[r];
+    tree lt = *t;
+    lt.buf = b; /* node()'s levels */
+    b += (size_t)levels(per) * n;
+    float *own = b;
+    b += (size_t)m_max * n;
+    size_t off = seg_at(n, P, r), seg = seg_at(n, P, r + 1) - off, smax = n / P + 1;
+    float *recv = b;
+    b += (size_t)total * seg;
+    float *lv = b;
+    b += (size_t)levels(S) * smax;
+    float *pack = b;
+    /* this rank's roots, in tree order: node() over each maximal node in its shards */
+    uint32_t i = 0;
+    for (uint32_t lo = r * per; lo < (r + 1) * per; i++) {
+        uint32_t k = 1; /* the root starting at lo: the largest node inside the rank */
+        for (uint32_t a = 0, len = S;;) { /* descend from the top to the node at lo */
+            if (a == lo && (a + len - 1) / per == r) {
+                k = len;
+                break;
+            }
+            uint32_t kl = len - len / 2;
+            if (lo < a + kl) len = kl;
+            else a += kl, len /= 2;
+        }
+        INDUCT_TRY(node(&lt, lo, k, 0, own + (size_t)i * n, &loss[first[r] + i]));
+        lo += k;
+    }
+    /* every root's loss to every rank; every root's segment j to rank j */
+    for (uint32_t round = 0; round < rr_rounds(P); round++) {
+        uint32_t q = rr_partner(P, round, r);
+        if (q == UINT32_MAX) continue;
+        uint32_t m_q = first[q + 1] - first[q];
+        size_t qoff = seg_at(n, P, q), qseg = seg_at(n, P, q + 1) - qoff;
+        int rc = c->sendrecv(c->user, q, loss + first[r], m_r * sizeof(double), loss + first[q],
+                             m_q * sizeof(double));
+        INDUCT_TRY(induct__comm_status(rc, "sendrecv (loss)"));
+        for (uint32_t k = 0; k < m_r; k++)
+            memcpy(pack + (size_t)k * qseg, own + (size_t)k * n + qoff, qseg * sizeof(float));
+        rc = c->sendrecv(c->user, q, pack, (size_t)m_r * qseg * sizeof(float),
+                         recv + (size_t)first[q] * seg, (size_t)m_q * seg * sizeof(float));
+        INDUCT_TRY(induct__comm_status(rc, "sendrecv (reduce-scatter)"));
+    }
+    /* the top of the tree on this rank's segment, into the gradient */
+    float *g = o->model->grads;
+    top tp = {per, r, first, own, recv, n, off, seg, lv, loss, 0};
+    top_node(&tp, 0, S, 0, g + off, sum);
+    for (uint32_t round = 0; round < rr_rounds(P); round++) { /* all-gather */
+        uint32_t q = rr_partner(P, round, r);
+        if (q == UINT32_MAX) continue;
+        size_t qoff = seg_at(n, P, q), qseg = seg_at(n, P, q + 1) - qoff;
+        int rc = c->sendrecv(c->user, q, g + off, seg * sizeof(float), g + qoff,
+                             qseg * sizeof(float));
+        INDUCT_TRY(induct__comm_status(rc, "sendrecv (all-gather)"));
+    }
+    return INDUCT_OK;
+}
+
 static int shards_grad(induct_optimizer *o, const induct__pass *p, double *loss) {
     induct_model *m = o->model;
     uint32_t S = (uint32_t)o->grad_shards, P = o->has_comm ? o->comm.n_ranks : 1;
@@ -167,8 +334,12 @@ static int shards_grad(induct_optimizer *o, const induct__pass *p, double *loss)
                    "training step: INDUCT_OPT_GRAD_SHARDS %u is not a multiple of the "
                    "communicator's %u ranks",
                    S, P);
-    uint32_t per = S / P, lv = levels(per);
+    uint32_t per = S / P, lv = levels(per), m_max, total;
     size_t n = m->n_params, need = (size_t)lv * n + (P > 1 ? n - n / 2 : 0);
+    if (P > 1 && !pow2(P)) need = any_ranks_floats(S, P, n, &m_max, &total);
+    INDUCT_FAIL_IF(need == SIZE_MAX, INDUCT_ELIMIT,
+                   "training step: the shard tree's buffers for %u shards over %u ranks "
+                   "overflow", S, P);
     if (need > o->shard_buf_n) {
         uint64_t old = (uint64_t)o->shard_buf_n * sizeof(float), want = (uint64_t)need * 4u;
         INDUCT_TRY(induct__model_reserve(m, want, old, "the gradient shards' partial sums"));
@@ -182,8 +353,12 @@ static int shards_grad(induct_optimizer *o, const induct__pass *p, double *loss)
     }
     tree t = {o, p, p->B / S, n, o->shard_buf};
     double sum = 0.0;
-    INDUCT_TRY(node(&t, (P > 1 ? o->comm.rank : 0) * per, per, 0, m->grads, &sum));
-    if (P > 1)
+    if (P > 1 && !pow2(P)) {
+        INDUCT_TRY(any_ranks_grad(o, &t, S, &sum));
+    } else {
+        INDUCT_TRY(node(&t, (P > 1 ? o->comm.rank : 0) * per, per, 0, m->grads, &sum));
+    }
+    if (P > 1 && pow2(P))
         INDUCT_TRY(induct__comm_tree_sum(&o->comm, m->grads, n, o->shard_buf + (size_t)lv * n,
                                          &sum));
     double count = (double)p->B * (p->score_pos ? 1 : p->T - 1);
@@ -296,8 +471,8 @@ static void tr_abort(void *user, int status) {
 INDUCT_API int induct_comm_threads_new(induct_comm_threads **out, uint32_t n) {
     INDUCT_FAIL_IF(!out, INDUCT_EINVAL, "induct_comm_threads_new: out is NULL");
     *out = NULL;
-    INDUCT_FAIL_IF(!pow2(n) || n > THREAD_RANKS_MAX, INDUCT_EINVAL,
-                   "induct_comm_threads_new: n_ranks %u is not a power of two in 1 ... %u", n,
+    INDUCT_FAIL_IF(n < 1 || n > THREAD_RANKS_MAX, INDUCT_EINVAL,
+                   "induct_comm_threads_new: n_ranks %u is not in 1 ... %u", n,
                    THREAD_RANKS_MAX);
     struct induct_comm_threads *g = calloc(1, sizeof *g);
     if (g) {

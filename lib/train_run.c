@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analysis_internal.h"
 #include "induct_internal.h"
@@ -425,6 +426,47 @@ static int snapshot(run *r, char **path_out) {
     return INDUCT_OK;
 }
 
+/* A resumed run continues the log at the optimizer's step: the records of later steps
+ * (written after the snapshot it resumed from, by a run that was then killed; at step 0
+ * every record, as step 0 is evaluated again) and an incomplete last line (a write cut
+ * short) are cut off, so that the log reads as one run. Lines before the cut that are
+ * not records with a "step" are kept. No file: nothing to do. */
+static int metrics_cut(const char *path, uint64_t step) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        INDUCT_FAIL_IF(errno != ENOENT, INDUCT_EIO,
+                       "induct_train: cannot read the metrics log '%s': %s", path,
+                       errstr(errno));
+        return INDUCT_OK;
+    }
+    char *line = NULL;
+    size_t cap = 0, keep = 0, total = 0;
+    ssize_t len;
+    int cut = 0;
+    while ((len = getline(&line, &cap, f)) > 0) {
+        total += (size_t)len;
+        if (cut) continue;
+        if (line[len - 1] != '\n') { /* incomplete: the last line, cut */
+            cut = 1;
+            continue;
+        }
+        cJSON *rec = cJSON_ParseWithLength(line, (size_t)len);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(rec, "step");
+        if (cJSON_IsNumber(st) && (st->valuedouble > (double)step || step == 0)) cut = 1;
+        else keep = total;
+        cJSON_Delete(rec);
+    }
+    int err = ferror(f) ? errno : 0;
+    free(line);
+    fclose(f);
+    INDUCT_FAIL_IF(err, INDUCT_EIO, "induct_train: cannot read the metrics log '%s': %s", path,
+                   errstr(err));
+    INDUCT_FAIL_IF(keep < total && truncate(path, (off_t)keep) != 0, INDUCT_EIO,
+                   "induct_train: cannot cut the metrics log '%s' back to step %llu: %s", path,
+                   (unsigned long long)step, errstr(errno));
+    return INDUCT_OK;
+}
+
 static int setup(run *r) {
     induct_model *m = r->m;
     induct_train_config *c = &r->c;
@@ -493,6 +535,7 @@ static int setup(run *r) {
                                         r->eval_tok, n, NULL, 0));
     }
     if (c->metrics_path) {
+        if (c->metrics_append) INDUCT_TRY(metrics_cut(c->metrics_path, r->o->step));
         r->mf = fopen(c->metrics_path, c->metrics_append ? "a" : "w");
         INDUCT_FAIL_IF(!r->mf, INDUCT_EIO, "induct_train: cannot open the metrics log '%s': %s",
                        c->metrics_path, errstr(errno));

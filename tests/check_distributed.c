@@ -275,8 +275,12 @@ static void check_ranks(uint32_t S, uint32_t B) {
     for (int s = 0; s < STEPS; s++) ck_ok(induct_train_step(o, d, B, T_, &loss[s]));
     size_t n;
     float *want = all(m, INDUCT_BUF_PARAM, &n);
-    for (uint32_t P = 1; P <= 8 && P <= S; P *= 2) {
+    static const uint32_t RANKS[] = {1, 2, 3, 4, 5, 6, 8};
+    int tried = 0;
+    for (size_t ip = 0; ip < sizeof RANKS / sizeof RANKS[0]; ip++) {
+        uint32_t P = RANKS[ip];
         if (S % P) continue;
+        tried++;
         induct_comm_threads *g;
         ck_ok(induct_comm_threads_new(&g, P));
         const induct_comm *comms[8];
@@ -299,6 +303,7 @@ static void check_ranks(uint32_t S, uint32_t B) {
         }
         induct_comm_threads_free(g);
     }
+    ck_assert_int_ge(tried, 2);
     free(want);
     induct_optimizer_free(o);
     induct_model_free(m);
@@ -308,8 +313,20 @@ static void check_ranks(uint32_t S, uint32_t B) {
 START_TEST(test_ranks_bit_identical) { check_ranks(8, B_); }
 END_TEST
 
-/* S not a power of two (6 = 3 + 3 at the top: each of 2 ranks sums 3 shards as 2 + 1) */
+/* S not a power of two (6 = 3 + 3 at the top: each of 2 ranks sums 3 shards as 2 + 1;
+ * 3 ranks of 2 shards: rank 1's shards 2 and 3 lie on both sides of the top split;
+ * 6 ranks: every node above the leaves spans ranks) */
 START_TEST(test_ranks_bit_identical_uneven_tree) { check_ranks(6, 12); }
+END_TEST
+
+/* Rank counts that are not powers of two: 12 shards over 1, 2, 3, 4 and 6 ranks (3 ranks
+ * of 4 shards: rank 0 holds the subtree of shards 0-2 and shard 3 alone, rank 1 the
+ * shards 4 and 5 alone and the subtree of 6-7), and 10 shards over 5 ranks (an odd
+ * count: one rank sits out each round of the exchange). */
+START_TEST(test_ranks_bit_identical_any_count) {
+    check_ranks(12, 12);
+    check_ranks(10, 10);
+}
 END_TEST
 
 /* ---- refusals and failures ------------------------------------------------------- */
@@ -363,8 +380,10 @@ START_TEST(test_refusals) {
     c.barrier = NULL;
     ck_assert_status(induct_optimizer_set_comm(o, &c), INDUCT_EINVAL);
     c.barrier = ok_barrier;
-    c.n_ranks = 3;
+    c.n_ranks = 65537;
     ck_assert_status(induct_optimizer_set_comm(o, &c), INDUCT_EINVAL);
+    c.n_ranks = 3; /* any count in 1 ... 65536 */
+    ck_ok(induct_optimizer_set_comm(o, &c));
     c.n_ranks = 0;
     ck_assert_status(induct_optimizer_set_comm(o, &c), INDUCT_EINVAL);
     c.n_ranks = 2;
@@ -388,8 +407,10 @@ START_TEST(test_refusals) {
 
     /* the threaded group */
     induct_comm_threads *g = (induct_comm_threads *)1;
-    ck_assert_status(induct_comm_threads_new(&g, 3), INDUCT_EINVAL);
+    ck_assert_status(induct_comm_threads_new(&g, 65), INDUCT_EINVAL);
     ck_assert(g == NULL);
+    ck_ok(induct_comm_threads_new(&g, 3));
+    induct_comm_threads_free(g);
     ck_assert_status(induct_comm_threads_new(&g, 128), INDUCT_EINVAL);
     ck_assert_status(induct_comm_threads_new(&g, 0), INDUCT_EINVAL);
     ck_assert_status(induct_comm_threads_new(NULL, 2), INDUCT_EINVAL);
@@ -856,6 +877,8 @@ typedef struct train_job {
     size_t n;
 } train_job;
 
+static uint32_t g_train_shards = 8; /* INDUCT_OPT_GRAD_SHARDS of a new run */
+
 static int stop_cb(const induct_progress *p, void *u) {
     const train_job *j = u;
     return j->stop_at && p->step == (uint64_t)j->stop_at;
@@ -873,7 +896,7 @@ static void *train_main(void *arg) {
         induct_optimizer_new(&o, m, INDUCT_OPTIM_ADAMW);
         induct_optimizer_set(o, INDUCT_OPT_LR, 3e-2);
         induct_optimizer_set(o, INDUCT_OPT_GRAD_CLIP, 1.0);
-        induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, 8);
+        induct_optimizer_set(o, INDUCT_OPT_GRAD_SHARDS, g_train_shards);
     }
     induct_model_set_threads(m, 1);
     j->rc = j->comm ? induct_optimizer_set_comm(o, j->comm) : INDUCT_OK;
@@ -991,6 +1014,61 @@ START_TEST(test_train_driver_stop_on_one_rank) {
 }
 END_TEST
 
+/* The same on 3 ranks (6 shards; a batch of 12): the stop flag is exchanged between
+ * every pair of ranks, and a run resumed from the 3-rank snapshot of step 3 on 6 ranks
+ * ends with one process's weights. */
+START_TEST(test_train_driver_three_ranks) {
+    char dir[] = "/tmp/induct-dist-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char snap3[256], at3[256];
+    snprintf(snap3, sizeof snap3, "%s/three-{step}.safetensors", dir);
+    snprintf(at3, sizeof at3, "%s/three-3.safetensors", dir);
+    g_train_shards = 6;
+    induct_dataset *d = rrt();
+    induct_train_config c;
+    ck_ok(induct_train_config_init(&c, sizeof c));
+    c.steps = 5;
+    c.batch = 12;
+    c.seq_len = T_;
+    train_job three[3], six[6], ref[1];
+    train_ranks(3, &c, NULL, 1, 2, d, three); /* rank 1 stops the run at step 2 */
+    c.steps = 2;
+    train_ranks(0, &c, NULL, -1, 0, d, ref);
+    for (int r = 0; r < 3; r++) {
+        ck_assert_msg(three[r].rc == INDUCT_EINTERRUPTED, "rank %d: %s", r,
+                      induct_status_name(three[r].rc));
+        ck_assert(three[r].step_after == 2.0);
+        ck_assert(memcmp(three[r].w, ref[0].w, ref[0].n * sizeof(float)) == 0);
+        free(three[r].w);
+    }
+    free(ref[0].w);
+    c.steps = 6;
+    c.snapshot_every = 3;
+    c.snapshot_path = snap3;
+    train_ranks(3, &c, NULL, -1, 0, d, three);
+    c.snapshot_path = NULL;
+    train_ranks(0, &c, NULL, -1, 0, d, ref);
+    train_ranks(6, &c, at3, -1, 0, d, six);
+    for (int r = 0; r < 3; r++) {
+        ck_assert_msg(three[r].rc == INDUCT_OK, "rank %d: %s", r, induct_status_name(three[r].rc));
+        ck_assert(memcmp(three[r].w, ref[0].w, ref[0].n * sizeof(float)) == 0);
+        free(three[r].w);
+    }
+    for (int r = 0; r < 6; r++) {
+        ck_assert_msg(six[r].rc == INDUCT_OK, "rank %d: %s", r, induct_status_name(six[r].rc));
+        ck_assert(six[r].step_after == 6.0);
+        ck_assert(memcmp(six[r].w, ref[0].w, ref[0].n * sizeof(float)) == 0);
+        free(six[r].w);
+    }
+    free(ref[0].w);
+    g_train_shards = 8;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    induct_dataset_free(d);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("distributed");
     TCase *tc = tcase_create("core");
@@ -998,6 +1076,7 @@ int main(void) {
     tcase_add_test(tc, test_one_shard_is_the_one_pass_step);
     tcase_add_test(tc, test_ranks_bit_identical);
     tcase_add_test(tc, test_ranks_bit_identical_uneven_tree);
+    tcase_add_test(tc, test_ranks_bit_identical_any_count);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_hooks_in_shards_are_the_one_pass_gradient);
     tcase_add_test(tc, test_hooks_in_shards_bit_identical);
@@ -1008,6 +1087,7 @@ int main(void) {
     tcase_add_test(tc, test_shards_in_checkpoint);
     tcase_add_test(tc, test_train_driver_ranks_and_resume);
     tcase_add_test(tc, test_train_driver_stop_on_one_rank);
+    tcase_add_test(tc, test_train_driver_three_ranks);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

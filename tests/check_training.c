@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -891,17 +893,26 @@ END_TEST
 START_TEST(test_cross_thread_interrupt_between_steps) { stop_test(1); }
 END_TEST
 
+/* An interrupt at an arbitrary moment of a step: once the first step is done (the
+ * progress callback releases the other thread, a handshake), the other thread sets the
+ * flag without pause until the run has returned. Wherever in a step the flag lands, the
+ * run stops at the next step boundary, so the outcome does not depend on timing. */
 typedef struct async_arg {
     induct_model *m;
-    long delay_ms;
+    atomic_int go, stop;
 } async_arg;
 
 static void *late_interrupter(void *arg) {
     async_arg *a = arg;
-    struct timespec ts = {a->delay_ms / 1000, (a->delay_ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-    induct_model_interrupt(a->m);
+    while (!atomic_load(&a->go) && !atomic_load(&a->stop)) sched_yield();
+    while (!atomic_load(&a->stop)) induct_model_interrupt(a->m);
     return NULL;
+}
+
+static int release_after_first_step(const induct_progress *p, void *ud) {
+    async_arg *a = ud;
+    if (p->step >= 1) atomic_store(&a->go, 1);
+    return 0;
 }
 
 /* An interrupt at an arbitrary moment: the weights are those after the last step. */
@@ -911,10 +922,11 @@ START_TEST(test_async_interrupt) {
     base_config(&c, 1000000);
     induct_optimizer *o = new_run(0);
     induct_model *m = g_model_of_last;
-    async_arg a = {m, 30};
+    async_arg a = {.m = m};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, late_interrupter, &a), 0);
-    ck_assert_status(induct_train(o, d, &c, NULL, NULL), INDUCT_EINTERRUPTED);
+    ck_assert_status(induct_train(o, d, &c, release_after_first_step, &a), INDUCT_EINTERRUPTED);
+    atomic_store(&a.stop, 1);
     ck_assert_int_eq(pthread_join(th, NULL), 0);
     double step;
     ck_ok(induct_optimizer_get(o, INDUCT_OPT_STEP, &step));

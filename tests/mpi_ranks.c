@@ -1,7 +1,7 @@
 /* Run under mpirun (tests/meson.build, -Dmpi=enabled): every rank trains a tiny model
- * (2 layers, LayerNorm, MLP) for 5 AdamW steps with 8 gradient shards over libinduct-mpi
- * and compares its weights and losses, bit for bit, with a one-process run of the same
- * shard count that it computes itself; then rank 0 gathers every rank's weights and
+ * (2 layers, LayerNorm, MLP) for 5 AdamW steps with 24 gradient shards (divided by 1, 2,
+ * 3, 4, 6, 8, 12 or 24 ranks) over libinduct-mpi and compares its weights and losses,
+ * bit for bit, with a one-process run of the same shard count that it computes itself; then rank 0 gathers every rank's weights and
  * checks they are all the same. Exit status 0 on success, 1 on a difference. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,9 +9,9 @@
 
 #include <induct/induct_mpi.h>
 
-#define B 16u
+#define B 24u
 #define T 8u
-#define S 8u
+#define S 24u
 #define STEPS 5
 
 static void die(int rc, const char *what) {

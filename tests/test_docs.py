@@ -203,7 +203,7 @@ def run_c(b, tmp_path):
         "-L", str(BUILD / "lib"), f"-Wl,-rpath,{BUILD / 'lib'}", "-linduct", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, f"{b.path}:{b.line}: does not compile:\n{r.stderr}"
-    r = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path, timeout=240)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, f"{b.path}:{b.line}: exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
     return r.stdout
 
@@ -238,7 +238,7 @@ def test_block(tmp_path, lang, path, bs):
             script.append(f"exec(compile({src!r}, {path!r}, 'exec'), ns)")
         (tmp_path / "run").mkdir()
         r = subprocess.run([sys.executable, "-c", "\n".join(script)], capture_output=True,
-                           text=True, cwd=tmp_path, env=env(), timeout=280)
+                           text=True, cwd=tmp_path, env=env())
         assert r.returncode == 0, f"{path}: Python blocks fail:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
         for b in bs:
             assert not b.expected, f"{path}:{b.line}: expected output of Python blocks is not compared"
@@ -250,7 +250,7 @@ def test_block(tmp_path, lang, path, bs):
             return
         wd = workdir(tmp_path)
         r = subprocess.run(["sh", "-e", "-c", b.code], capture_output=True, text=True, cwd=wd,
-                           env=env(), timeout=240)
+                           env=env())
         assert r.returncode == 0, f"{path}:{b.line}: exit {r.returncode}:\n{r.stdout}\n{r.stderr}"
         if b.expected:
             compare_output(b, r.stdout)

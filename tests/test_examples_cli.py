@@ -22,7 +22,7 @@ def exe(name):
 
 
 def run(name, args, **kw):
-    return subprocess.run([exe(name)] + args, capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run([exe(name)] + args, capture_output=True, text=True, **kw)
 
 
 # (program, arguments, words the message must contain). Each would have started a run
@@ -82,12 +82,25 @@ def test_help(name):
     assert run(name, ["-h"]).stdout == r.stdout
 
 
-def wait_for(path, proc, timeout=60):
-    t0 = time.monotonic()
+def wait_for(path, proc):
+    """Until `path` exists (no time limit: the outcome must not depend on how fast a
+    loaded machine runs the program; meson's test timeout still ends a hang)."""
     while not os.path.exists(path):
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() - t0 < timeout, f"{path} did not appear"
-        time.sleep(0.05)
+        time.sleep(0.02)
+
+
+def wait_for_handler(proc, sig):
+    """Until the process has installed a handler for `sig` (its SigCgt mask in
+    /proc/PID/status): a signal sent from then on is the program's to handle, however
+    late the process got to that point."""
+    while True:
+        assert proc.poll() is None, proc.communicate()
+        with open(f"/proc/{proc.pid}/status") as f:
+            caught = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+        if caught >> (sig - 1) & 1:
+            return
+        time.sleep(0.02)
 
 
 def final_record(run_dir):
@@ -101,40 +114,44 @@ def final_record(run_dir):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_train_run_signal_saves_resume_point(tmp_path, sig):
     """A signal mid-run: exit 130, interrupted.safetensors written, and (SIGTERM) resuming
-    from it ends with the same evaluation, bit for bit, as a run never interrupted."""
-    common = ["--steps", "100", "--eval-every", "50", "--threads", "1"]
+    from it ends with the same evaluation, bit for bit, as a run never interrupted.
+    The run is far longer than the test (10^9 steps), so the signal lands at whatever
+    step the machine has reached, and the check holds for every such step: resuming to
+    that step + 60 equals a straight run of as many steps."""
+    common = ["--eval-every", "50", "--threads", "1"]
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    p = subprocess.Popen([exe("train-run"), "--out", str(run_dir)] + common,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([exe("train-run"), "--out", str(run_dir), "--steps", "1000000000"]
+                         + common, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(run_dir / "ckpt-1.safetensors", p)  # training has started
     p.send_signal(sig)
-    out, err = p.communicate(timeout=120)
+    out, err = p.communicate()
     assert p.returncode == 130, (p.returncode, out, err)
     stop = run_dir / "interrupted.safetensors"
     assert stop.exists(), (out, err)
     m = re.search(r"interrupted \((SIG\w+)\) at step (\d+); resume with: .* --resume ", out)
     assert m, out
     assert m.group(1) == signal.Signals(sig).name
-    assert 1 <= int(m.group(2)) < 100, "the run stopped early, not at its end"
+    assert int(m.group(2)) >= 1, "ckpt-1 was written before the signal"
     if sig != signal.SIGTERM:
         return
-    r = run("train-run", ["--out", str(run_dir), "--resume", str(stop)] + common)
+    total = ["--steps", str(int(m.group(2)) + 60)]
+    r = run("train-run", ["--out", str(run_dir), "--resume", str(stop)] + total + common)
     assert r.returncode == 0, r.stderr
     ref_dir = tmp_path / "ref"
     ref_dir.mkdir()
-    r = run("train-run", ["--out", str(ref_dir)] + common)
+    r = run("train-run", ["--out", str(ref_dir)] + total + common)
     assert r.returncode == 0, r.stderr
     resumed, reference = final_record(run_dir), final_record(ref_dir)
-    assert resumed["step"] == 100
+    assert resumed["step"] == int(m.group(2)) + 60
     assert resumed == reference
 
 
 def test_induction_rrt_sigterm_exit_130():
     p = subprocess.Popen([exe("induction-rrt"), "--steps", "1000000"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)
+    wait_for_handler(p, signal.SIGTERM)
     p.send_signal(signal.SIGTERM)
-    out, err = p.communicate(timeout=60)
+    out, err = p.communicate()
     assert p.returncode == 130, (p.returncode, err)
     assert "interrupted" in err

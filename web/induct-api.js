@@ -22,6 +22,28 @@ const INDUCT = Object.freeze({
     BUF_PARAM: 0, BUF_GRAD: 1,
 });
 
+/* The full hook point name from TransformerLens's short forms, as Python's induct.act_name:
+ * actName('pattern', 1) = 'blocks.1.attn.hook_pattern', actName('resid_pre', 0) =
+ * 'blocks.0.hook_resid_pre', actName('normalized', 1, 'ln2') = 'blocks.1.ln2.hook_normalized',
+ * actName('normalized') = 'ln_final.hook_normalized'; a full name is returned as it is. */
+function actName(name, layer, layerType) {
+    if ((name.includes('.') || name.startsWith('hook_')) && layer == null && layerType == null)
+        return name;
+    const ALIAS = { attn: 'pattern', attn_logits: 'attn_scores', key: 'k', query: 'q',
+                    value: 'v', mlp_pre: 'pre', mlp_post: 'post' };
+    const ATTN = ['k', 'v', 'q', 'z', 'result', 'pattern', 'attn_scores', 'k_smeared'];
+    const TYPES = { a: 'attn', m: 'mlp', b: '', block: '', blocks: '', attention: 'attn' };
+    name = ALIAS[name] || name;
+    let full = layer != null ? `blocks.${layer}.` : '';
+    if (ATTN.includes(name)) layerType = 'attn';
+    else if (name === 'pre' || name === 'post') layerType = 'mlp';
+    else if (layerType in TYPES) layerType = TYPES[layerType];
+    if (layerType) full += `${layerType}.`;
+    full += `hook_${name}`;
+    if (name === 'normalized' && layer == null) full = `ln_final.${full}`;
+    return full;
+}
+
 class InductError extends Error {
     constructor(status, name, message, call) {
         super(`${name}: ${message}`); /* the message names the function */
@@ -93,6 +115,71 @@ async function loadInduct(moduleOptions) {
     const evalCfg = (a, v) => v ? config(a, 'induct_eval_config', M._induct_eval_config_init,
                                          v, 'induct_eval_config_init') : 0;
 
+    /* ---- hooks: JavaScript callbacks at hook points (docs/hooks.md, docs/web.md) ----
+     * induct_web.c's hook function hands each call to Module.inductHookCall with the id of
+     * the callback; `activation` is a Float32Array view into the module's memory, valid
+     * during the call only (the memory may move after it). */
+    const hookCallbacks = new Map();
+    let nextHookId = 1;
+    M.inductHookCall = (id, namePtr, act, shapePtr, ndim) => {
+        const h = hookCallbacks.get(id);
+        if (!h || h.run.error) return 1;
+        try {
+            const shape = Array.from(new Uint32Array(M.HEAPU32.buffer, shapePtr, ndim));
+            const n = shape.reduce((a, b) => a * b, 1), name = str(namePtr);
+            const r = h.fn(new Float32Array(M.HEAPF32.buffer, act, n), shape, name);
+            if (r !== undefined && r !== null) {   /* a replacement */
+                if (r.length !== n)
+                    throw new InductError(-3, 'EINVAL', `the hook at ${name} returned ${r.length} ` +
+                                          `values for an activation of ${n}`, 'hook');
+                new Float32Array(M.HEAPF32.buffer, act, n).set(r);
+            }
+            return 0;
+        } catch (e) {
+            h.run.error = e;   /* re-thrown after the C call */
+            return 1;
+        }
+    };
+    /* [[name, fn], ...] or [{name, fn}, ...] -> an induct_hook array in module memory;
+     * calls body(pointer, count); unregisters the callbacks and re-throws a callback's
+     * exception afterwards. */
+    function withHooks(alloc, hooks, body) {
+        const L = layout.induct_hook, run = { error: null }, ids = [];
+        const list = (hooks || []).map((h) => Array.isArray(h) ? { name: h[0], fn: h[1] } : h);
+        const arr = alloc(Math.max(1, list.length) * L.size), fnPtr = M._induct_web_hook_fn();
+        try {
+            list.forEach((h, i) => {
+                if (typeof h.name !== 'string' || typeof h.fn !== 'function')
+                    throw new InductError(-3, 'EINVAL', `hook ${i} needs a name and a function`, 'hook');
+                const id = nextHookId++;
+                ids.push(id);
+                hookCallbacks.set(id, { fn: h.fn, run });
+                const base = arr + i * L.size;
+                M.HEAPU32[(base + L.fields.name[0]) >> 2] = cstring(alloc, actName(h.name));
+                M.HEAPU32[(base + L.fields.fn[0]) >> 2] = fnPtr;
+                M.HEAPU32[(base + L.fields.user[0]) >> 2] = id;
+            });
+            try {
+                return body(arr, list.length);
+            } catch (e) {
+                if (run.error) throw run.error;
+                throw e;
+            }
+        } finally {
+            for (const id of ids) hookCallbacks.delete(id);
+        }
+    }
+
+    /* A cache: full hook point name -> {data: Float32Array, shape}, with TransformerLens's
+     * short forms in act(): cache.act('pattern', 1). */
+    class ActivationCache extends Map {
+        act(name, layer, layerType) {
+            const full = actName(name, layer, layerType);
+            if (!this.has(full)) throw new InductError(-3, 'EINVAL', `${full} is not in the cache`, 'cache');
+            return this.get(full);
+        }
+    }
+
     /* A call with a [n_layers][n_heads] float output. */
     function headTable(call, fn, model, ...args) {
         const n = model.nLayers * model.nHeads;
@@ -148,6 +235,90 @@ async function loadInduct(moduleOptions) {
                 check(M._induct_model_attention(this.ptr, t, seqLen, out, n, 0),
                       'induct_model_attention');
                 return f32(out, n);
+            });
+        }
+        /* Every hook point name of this model, in the order a pass reaches them. */
+        hookPoints() {
+            const names = [];
+            for (;;) {
+                const got = scope((alloc) => {
+                    const len = alloc(4);
+                    const rc = M._induct_model_hook_point(this.ptr, names.length, 0, 0, len);
+                    if (rc === -4) return null;   /* ERANGE: past the last point */
+                    if (rc !== -5 && rc !== 0) check(rc, 'induct_model_hook_point');
+                    const n = u32(len), out = alloc(n);
+                    check(M._induct_model_hook_point(this.ptr, names.length, out, n, len),
+                          'induct_model_hook_point');
+                    return str(out);
+                });
+                if (got === null) return names;
+                names.push(got);
+            }
+        }
+        /* The shape of a hook point for a [batch][seqLen] input (array of 3 or 4 sizes). */
+        hookShape(name, batch, seqLen) {
+            return scope((alloc) => {
+                const shape = alloc(16), nd = alloc(4);
+                check(M._induct_model_hook_shape(this.ptr, cstring(alloc, actName(name)), batch,
+                                                 seqLen, shape, nd, 0), 'induct_model_hook_shape');
+                return Array.from(new Uint32Array(M.HEAPU32.buffer, shape, u32(nd)));
+            });
+        }
+        /* One forward pass with JavaScript hooks: hooks = [[name, fn], ...] (or {name, fn});
+         * fn(activation, shape, name) gets a writable Float32Array view of the activation
+         * (valid during the call only: do not call the library from inside a hook) and may
+         * change it in place or return a replacement of the same length; what it leaves is
+         * what the rest of the pass uses. An exception in fn stops the pass and is thrown
+         * here. Returns {logits [batch][seqLen][d_vocab] (or null with logits: false),
+         * losses [batch][seqLen-1], mean} (nats). */
+        runWithHooks(tokens, batch, seqLen, hooks, { logits = true } = {}) {
+            const V = this.config.d_vocab, nl = batch * seqLen * V, n = batch * (seqLen - 1);
+            return scope((alloc) => {
+                const t = putI32(alloc, tokens), lg = logits ? alloc(4 * nl) : 0;
+                const ls = alloc(4 * n), mean = alloc(8);
+                withHooks(alloc, hooks, (arr, nh) => check(
+                    M._induct_model_run_with_hooks(this.ptr, t, batch, seqLen, arr, nh, lg,
+                                                   logits ? nl : 0, ls, n, mean),
+                    'induct_model_run_with_hooks'));
+                return { logits: logits ? f32(lg, nl) : null, losses: f32(ls, n), mean: f64(mean) };
+            });
+        }
+        /* One forward pass that keeps activations: {logits (or null), cache}. names: an
+         * array of hook point names (TransformerLens short forms as [name, layer]), a
+         * predicate on the full name, or undefined for every point but attn.hook_result.
+         * With hooks (as runWithHooks) the cache holds what they left; without, the pass is
+         * the library's induct_model_run_with_cache (logits bit-identical to a plain pass). */
+        runWithCache(tokens, batch, seqLen, { names, hooks, logits = true } = {}) {
+            let list;
+            if (names === undefined) list = this.hookPoints().filter((x) => !x.endsWith('.attn.hook_result'));
+            else if (typeof names === 'function') list = this.hookPoints().filter(names);
+            else list = names.map((x) => Array.isArray(x) ? actName(...x) : actName(x));
+            const shapes = list.map((x) => this.hookShape(x, batch, seqLen));
+            const cache = new ActivationCache();
+            list.forEach((x, i) => cache.set(x, {
+                data: new Float32Array(shapes[i].reduce((a, b) => a * b, 1)), shape: shapes[i] }));
+            if (hooks && hooks.length) {
+                const copy = list.map((x) => [x, (a) => { cache.get(x).data.set(a); }]);
+                const r = this.runWithHooks(tokens, batch, seqLen, hooks.concat(copy), { logits });
+                return { logits: r.logits, cache, mean: r.mean };
+            }
+            const V = this.config.d_vocab, nl = batch * seqLen * V;
+            return scope((alloc) => {
+                const t = putI32(alloc, tokens), k = list.length;
+                const np = alloc(4 * k), bp = alloc(4 * k), cp = alloc(4 * k);
+                const bufs = list.map((x) => alloc(4 * cache.get(x).data.length));
+                list.forEach((x, i) => {
+                    M.HEAPU32[(np >> 2) + i] = cstring(alloc, x);
+                    M.HEAPU32[(bp >> 2) + i] = bufs[i];
+                    M.HEAPU32[(cp >> 2) + i] = cache.get(x).data.length;
+                });
+                const lg = logits ? alloc(4 * nl) : 0, mean = alloc(8);
+                check(M._induct_model_run_with_cache(this.ptr, t, batch, seqLen, np, bp, cp, k, lg,
+                                                     logits ? nl : 0, mean),
+                      'induct_model_run_with_cache');
+                list.forEach((x, i) => cache.get(x).data.set(
+                    new Float32Array(M.HEAPF32.buffer, bufs[i], cache.get(x).data.length)));
+                return { logits: logits ? f32(lg, nl) : null, cache, mean: f64(mean) };
             });
         }
         /* A weight tensor by TransformerLens name (which: INDUCT.BUF_PARAM or BUF_GRAD). */
@@ -260,6 +431,45 @@ async function loadInduct(moduleOptions) {
 
     /* The analyses of induct.h, named as there. Head tables are [n_layers][n_heads]. */
     const analysis = {
+        /* K-composition through hook points (Elhage et al. 2021, "A Mathematical Framework
+         * for Transformer Circuits"): the attention pattern [seqLen][seqLen] of head `head`
+         * of layer `layer` on one sequence as the model computes it (`base`), and for each
+         * head s of layer `sourceLayer` (< layer) with s's output taken out of that head's
+         * keys only (`without[s]`): a cache gives s's hook_result (z_s W_O[s]), and a hook
+         * on the layer's hook_k subtracts (z_s W_O[s]) W_K[head] from the head's keys. The
+         * keys must be linear in the residual stream: models with LayerNorm are refused
+         * (NOTSUP). Queries, values and every other head are left as they are. */
+        keyComposition(model, tokens, seqLen, { layer, head, sourceLayer = layer - 1 }) {
+            const c = model.config, H = c.n_heads, D = c.d_model, E = c.d_head, T = seqLen;
+            if (c.layer_norm)
+                throw new InductError(-11, 'ENOTSUP', 'keyComposition: with LayerNorm the keys are ' +
+                                      'not linear in the residual stream', 'keyComposition');
+            if (!(layer < c.n_layers && head < H && sourceLayer >= 0 && sourceLayer < layer))
+                throw new InductError(-4, 'ERANGE', `keyComposition: layer ${layer} head ${head} ` +
+                                      `source layer ${sourceLayer} out of range`, 'keyComposition');
+            const resName = `blocks.${sourceLayer}.attn.hook_result`;
+            const patName = `blocks.${layer}.attn.hook_pattern`;
+            const res = model.runWithCache(tokens, 1, T, { names: [resName], logits: false })
+                .cache.get(resName).data;                       /* [1][T][H][D] */
+            const WK = model.tensor(`blocks.${layer}.attn.W_K`);   /* [H][D][E] */
+            const pattern = (s) => {
+                const hooks = s < 0 ? [] : [[`blocks.${layer}.attn.hook_k`, (k) => {   /* [1][T][H][E] */
+                    for (let t = 0; t < T; t++) {
+                        const o = (t * H + s) * D;
+                        for (let e = 0; e < E; e++) {
+                            let acc = 0;
+                            for (let d = 0; d < D; d++) acc += res[o + d] * WK[(head * D + d) * E + e];
+                            k[(t * H + head) * E + e] -= acc;
+                        }
+                    }
+                }]];
+                const r = model.runWithCache(tokens, 1, T, { names: [patName], hooks, logits: false });
+                return r.cache.get(patName).data.slice(head * T * T, (head + 1) * T * T);
+            };
+            const without = [];
+            for (let s = 0; s < H; s++) without.push(pattern(s));
+            return { base: pattern(-1), without };
+        },
         /* prefix-matching / induction score on an RRT dataset's eval batch 0 */
         inductionScore: (model, ds, nSeq, seqLen) =>
             headTable('induct_analysis_induction_score', M._induct_analysis_induction_score,
@@ -293,7 +503,7 @@ async function loadInduct(moduleOptions) {
     };
 
     return {
-        INDUCT, InductError, Model, Dataset, Optimizer, analysis,
+        INDUCT, InductError, Model, Dataset, Optimizer, analysis, ActivationCache, actName,
         version: str(M._induct_version_string()),
         module: M,
     };

@@ -1,18 +1,41 @@
-/* The one piece of C the JavaScript wrapper needs besides the library itself: the layout
- * (size and field offsets) of the size-prefixed config structs as this compiler lays them
- * out, as a JSON string, so that induct.mjs fills them by field name instead of by
- * hand-copied offsets. Everything else the wrapper calls is the library's C API
- * (the induct_* functions of induct.h), exported unchanged. */
+/* The C the JavaScript wrapper needs besides the library itself:
+ * - the layout (size and field offsets) of the size-prefixed config structs and of
+ *   induct_hook as this compiler lays them out, as a JSON string, so that induct.mjs fills
+ *   them by field name instead of by hand-copied offsets;
+ * - one hook function (induct_hook_fn) that hands every call to JavaScript, so that
+ *   JavaScript callbacks can read and write activations at any hook point (docs/hooks.md)
+ *   through the library's own induct_model_run_with_hooks().
+ * Everything else the wrapper calls is the library's C API (the induct_* functions of
+ * induct.h), exported unchanged. */
 #include <induct/induct.h>
 
+#include <emscripten.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* The JavaScript side of a hook call: Module.inductHookCall, installed by induct-api.js,
+ * calls the callback registered under `id` with a Float32Array view of the activation.
+ * Returns 0 to continue, nonzero to stop the pass (a callback that threw). */
+EM_JS(int, induct_web_hook_js,
+      (uint32_t id, const char *name, float *activation, const uint32_t *shape, uint32_t ndim), {
+          return Module.inductHookCall(id, name, activation, shape, ndim);
+      });
+
+/* An induct_hook_fn whose `user` is the id of a JavaScript callback. */
+static int web_hook(void *user, const char *name, float *activation, const uint32_t *shape,
+                    uint32_t ndim) {
+    return induct_web_hook_js((uint32_t)(uintptr_t)user, name, activation, shape, ndim);
+}
+
+/* The function pointer (a table index in WebAssembly) to put into induct_hook.fn. */
+induct_hook_fn induct_web_hook_fn(void) { return web_hook; }
 
 #define KIND(x)                                                                                    \
     _Generic((x), uint32_t: "u32", int32_t: "i32", uint64_t: "u64", double: "f64", default: "?")
 
 #define FIELD(S, f) {#f, offsetof(S, f), KIND(((S *)0)->f)}
+#define PTRFIELD(S, f) {#f, offsetof(S, f), "ptr"}
 
 typedef struct field {
     const char *name;
@@ -51,6 +74,10 @@ static const field eval_fields[] = {
     FIELD(induct_eval_config, batch_index), FIELD(induct_eval_config, pos_seed),
 };
 
+static const field hook_fields[] = {
+    PTRFIELD(induct_hook, name), PTRFIELD(induct_hook, fn), PTRFIELD(induct_hook, user),
+};
+
 static size_t put_struct(char *buf, size_t cap, size_t at, const char *name, size_t size,
                          const field *f, size_t n, int last) {
     at += (size_t)snprintf(buf + at, cap - at, "\"%s\":{\"size\":%zu,\"fields\":{", name, size);
@@ -73,7 +100,8 @@ const char *induct_web_layout(void) {
     PUT(induct_model_config, model_fields, 0);
     PUT(induct_rrt_config, rrt_fields, 0);
     PUT(induct_kv_config, kv_fields, 0);
-    PUT(induct_eval_config, eval_fields, 1);
+    PUT(induct_eval_config, eval_fields, 0);
+    PUT(induct_hook, hook_fields, 1);
     if (at < sizeof buf) snprintf(buf + at, sizeof buf - at, "}");
     return buf;
 }

@@ -66,6 +66,8 @@ function startWiki() {
             `${r.layers} layer${r.layers > 1 ? 's' : ''}, ${r.heads} head${r.heads > 1 ? 's' : ''}` +
             (o.smeared ? ', smeared keys' : '');
     }
+    $('compText').textContent = o.rightLayers > 1 ? '(after the first read-out)'
+        : 'The right model has one layer: there is nothing for a head to compose with.';
     worker.postMessage({ type: 'start-wiki', opts: o });
     setStatus(`Training two models, ${o.steps} steps each…`);
     buildHeatmaps();
@@ -99,6 +101,9 @@ function onMessage(m) {
         r.scores.push([m.step, last]);
         state.dirty = true;
         state.heatDirty = true;
+    } else if (m.type === 'composition') {
+        if (state.runs[m.run]) state.runs[m.run].composition = m;
+        state.compDirty = true;
     } else if (m.type === 'final') {
         if (state.runs[m.run]) state.runs[m.run].final = m.result;
         state.dirty = true;
@@ -307,6 +312,39 @@ function drawHeatmaps() {
     }
 }
 
+/* the K-composition panel: the induction head's pattern as trained and without the
+ * layer-0 head whose removal from its keys lowers the stripe most; a bar per layer-0 head */
+function drawComposition() {
+    const r = state.runs.right, c = r && r.composition;
+    if (!c) return;
+    drawHeat($('compBase'), c.basePattern, 0, 64);
+    drawHeat($('compRemoved'), c.removedPattern, 0, 64);
+    const name = `L${c.layer}H${c.head}`, src = (s) => `L${c.source}H${s}`;
+    $('compBaseCap').textContent = `${name}, as trained · stripe ${c.base.toFixed(2)}`;
+    $('compRemovedCap').textContent = `${name} without ${src(c.best)} in its keys · ${c.stripes[c.best].toFixed(2)}`;
+    const g = $('compChart').getContext('2d'), W = 420, H = 170, pad = { l: 40, b: 22, t: 8 };
+    g.clearRect(0, 0, W, H);
+    g.font = '12px system-ui, sans-serif';
+    const n = c.stripes.length, bw = Math.min(60, (W - pad.l - 10) / n - 10);
+    const Y = (v) => H - pad.b - Math.max(0, Math.min(1, v)) * (H - pad.b - pad.t);
+    g.fillStyle = '#555';
+    for (const t of [0, 0.5, 1]) { g.fillText(String(t), 8, Y(t) + 4); }
+    c.stripes.forEach((v, s) => {
+        const x = pad.l + 10 + s * (bw + 10);
+        g.fillStyle = s === c.best ? COLORS[1] : COLORS[0];
+        g.fillRect(x, Y(v), bw, Y(0) - Y(v));
+        g.fillStyle = '#333';
+        g.fillText(`−${src(s)}`, x, H - 6);
+    });
+    g.strokeStyle = '#333';
+    g.setLineDash([5, 4]);
+    g.beginPath(); g.moveTo(pad.l, Y(c.base)); g.lineTo(W - 6, Y(c.base)); g.stroke();
+    g.setLineDash([]);
+    $('compText').textContent = `Step ${c.step}: ${name} puts ${(100 * c.base).toFixed(0)} % of its ` +
+        `attention from the repeated half on the induction stripe; without ${src(c.best)} in its keys ` +
+        `${(100 * c.stripes[c.best]).toFixed(0)} %. Block length ${c.L}.`;
+}
+
 function frame(now) {
     if (state.training && !state.paused && state.lastFrame) {
         state.maxFrameGap = Math.max(state.maxFrameGap, now - state.lastFrame);
@@ -319,6 +357,7 @@ function frame(now) {
     if (now - (state.lastDraw || 0) >= 100) {
         if (state.dirty) { drawCharts(); state.dirty = false; }
         if (state.heatDirty) { drawHeatmaps(); state.heatDirty = false; }
+        if (state.compDirty) { drawComposition(); state.compDirty = false; }
         state.lastDraw = now;
     }
     requestAnimationFrame(frame);

@@ -3,71 +3,27 @@
 http.server, open it in Debian's headless Chromium, run the repeated-random-tokens
 experiment to completion, assert on the values the page computed (the bar of the native
 example induction-rrt), and save a screenshot. Chromium is driven over the DevTools
-protocol with python3-websocket.
+protocol with python3-websocket (web/cdp.py).
 
 usage: test_page.py SITE_DIR [--steps N] [--screenshot PNG] [--timeout S] [--file]
 Exit status 77 (meson's "skipped") with a message when chromium or the WebSocket module is
 not installed; never when CI=true, where a missing tool is a failure."""
 import argparse
-import base64
 import functools
 import http.server
 import json
 import os
-import shutil
 import socketserver
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 
-SKIP = 77
-
-
-def missing(what):
-    msg = f"test_page: {what} (scripts/setup-debian.sh installs it)"
-    if os.environ.get("CI") == "true":
-        sys.exit(msg + ": failing, since CI=true")
-    print("SKIP: " + msg)
-    sys.exit(SKIP)
+from cdp import Chromium, require_tools
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
-
-
-class CDP:
-    """The smallest DevTools-protocol client: one page target, commands in order."""
-
-    def __init__(self, ws_url, websocket):
-        self.ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
-        self.next_id = 0
-        self.console = []
-        self.requests = []
-
-    def call(self, method, **params):
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv())
-            if msg.get("method") == "Runtime.consoleAPICalled":
-                args = msg["params"].get("args", [])
-                self.console.append(" ".join(str(a.get("value", a.get("description", ""))) for a in args))
-            elif msg.get("method") == "Network.requestWillBeSent":
-                self.requests.append(msg["params"]["request"]["url"])
-            elif msg.get("method") == "Runtime.exceptionThrown":
-                self.console.append("exception: " + json.dumps(msg["params"]["exceptionDetails"])[:500])
-            if msg.get("id") == self.next_id:
-                if "error" in msg:
-                    raise RuntimeError(f"{method}: {msg['error']}")
-                return msg.get("result", {})
-
-    def eval(self, expr):
-        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True)
-        return r.get("result", {}).get("value")
 
 
 def tree_cpu_seconds(root):
@@ -136,6 +92,22 @@ def after_training(cdp, a):
         fails.append("no ablation result")
     if n != heads + 1:
         fails.append(f"{n} heatmaps for the right model (want {heads} + the previous-token head)")
+    # the K-composition panel (hooks and a cache in the worker): the right model's
+    # induction head loses most of its stripe without the previous-token head in its keys
+    comp = cdp.eval("JSON.stringify((({c, p}) => c && {layer: c.layer, head: c.head, base: c.base,"
+                    " stripes: c.stripes, best: c.best, previous: Array.from(p.slice(0, c.stripes.length))})"
+                    "({c: state.runs.right.composition, p: state.runs.right.live.previous}))")
+    comp = json.loads(comp) if comp else None
+    out["composition"] = comp
+    if not comp:
+        fails.append("no K-composition read-out on the page")
+    elif a.steps >= 2000:
+        prev_head = max(range(len(comp["previous"])), key=lambda i: comp["previous"][i])
+        if comp["best"] != prev_head or not comp["stripes"][comp["best"]] <= comp["base"] / 2:
+            fails.append(f"K-composition: without L0H{comp['best']} in its keys the induction head "
+                         f"keeps {comp['stripes'][comp['best']]:.2f} of a stripe of "
+                         f"{comp['base']:.2f} (want at most half, and the previous-token head "
+                         f"L0H{prev_head} to be the one)")
     # a short key-value run: the panel shows the exact ceiling and a moving accuracy
     cdp.eval("document.getElementById('kvSteps').value = 40; document.getElementById('kvStart').click()")
     txt = wait_for(cdp, "state.kv && state.kv.step >= 40 && document.getElementById('kvNumbers').textContent", 600)
@@ -158,13 +130,7 @@ def main():
                          "suite only reports the frame figures, since a busy machine delays them)")
     a = ap.parse_args()
 
-    try:
-        import websocket  # python3-websocket
-    except ImportError:
-        missing("the Python module websocket (Debian python3-websocket) is not installed")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
-        missing("chromium is not installed")
+    require_tools("test_page")
     if not os.path.isfile(os.path.join(a.site, "induct-worker.js")):
         sys.exit(f"test_page: {a.site} holds no built page (scripts/build-web.sh)")
 
@@ -178,35 +144,15 @@ def main():
         url = f"http://127.0.0.1:{httpd.server_address[1]}/index.html"
     url += f"?autostart=1&steps={a.steps}"
 
-    profile = tempfile.mkdtemp(prefix="induct-chromium-")
-    proc = subprocess.Popen(
-        [chromium, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--no-default-browser-check", "--disable-background-networking",
-         "--disable-renderer-backgrounding", "--disable-background-timer-throttling",
-         "--window-size=1000,2400", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
-         f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    chrome = Chromium(window="1000,2400", prog="test_page")
+    cdp = chrome.__enter__()
     t_start = time.monotonic()
     try:
-        # Chromium writes the port it chose into DevToolsActivePort
-        port_file = os.path.join(profile, "DevToolsActivePort")
-        for _ in range(300):
-            if os.path.exists(port_file) and open(port_file).read().strip():
-                break
-            time.sleep(0.1)
-        port = int(open(port_file).read().split()[0])
-        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
-        page = next(t for t in targets if t["type"] == "page")
-        cdp = CDP(page["webSocketDebuggerUrl"], websocket)
-        cdp.call("Runtime.enable")
-        cdp.call("Page.enable")
-        # count the requests the page makes: only its own files are allowed
-        cdp.call("Network.enable")
         cdp.call("Page.navigate", url=url)
         t0 = time.monotonic()
         state = None
         while time.monotonic() - t0 < a.timeout:
-            state = cdp.eval("document.documentElement.dataset.state || ''")
+            state = cdp.eval("(document.documentElement && document.documentElement.dataset.state) || ''")
             if state in ("done", "error"):
                 break
             time.sleep(2)
@@ -216,9 +162,7 @@ def main():
             extra = after_training(cdp, a)
         cdp.eval("window.scrollTo(0, 0)")
         time.sleep(0.5)
-        shot = cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
-        with open(a.screenshot, "wb") as f:
-            f.write(base64.b64decode(shot["data"]))
+        cdp.screenshot(a.screenshot)
         print(f"test_page: screenshot {os.path.abspath(a.screenshot)}")
         for line in cdp.console:
             print("console:", line)
@@ -272,16 +216,10 @@ def main():
             sys.exit("test_page: FAILED: " + "; ".join(fails))
         print("test_page: ok")
     finally:
-        cpu, worker_cpu = tree_cpu_seconds(proc.pid)
+        cpu, worker_cpu = tree_cpu_seconds(chrome.proc.pid)
         print(f"test_page: CPU time of Chromium's processes: {cpu:.1f} s, of its worker "
               f"threads: {worker_cpu:.1f} s")
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
+        chrome.__exit__(None, None, None)
         if httpd:
             httpd.shutdown()
 

@@ -4,13 +4,14 @@
  * (training step, forward losses, attention patterns, induction and previous-token
  * scores, key-value accuracy and attention), except the mean of the forward pass's
  * per-token losses over the repeated half, taken exactly as examples/induction_rrt.c
- * takes it.
+ * takes it, and the K-composition read-out (composition(): patterns from the library's
+ * cache and hooks, a stripe mean over them).
  *
  * Messages in:  {type: 'start-wiki', opts}, {type: 'start-kv', opts}, {type: 'pause'},
  *               {type: 'resume'}, {type: 'step'}, {type: 'ablate', run, layer, head},
  *               {type: 'export', run}
- * Messages out: {type: 'ready'|'error'|'progress'|'live'|'final'|'wiki-done'|'kv'|
- *               'ablation'|'export', ...} (see the handlers in page.js). */
+ * Messages out: {type: 'ready'|'error'|'progress'|'live'|'composition'|'final'|
+ *               'wiki-done'|'kv'|'ablation'|'export', ...} (see the handlers in page.js). */
 
 const V = 64, T = 64, BATCH = 64;           /* the wiki experiment, as induction_rrt.c */
 const EVAL_LOSS_SEQ = 512, EVAL_SCORE_SEQ = 256, LIVE_SEQ = 32, ABLATE_SEQ = 128;
@@ -89,11 +90,40 @@ function wikiLive(r) {
     const ind = I.analysis.inductionScore(r.model, r.data, LIVE_SEQ, T);
     const prev = I.analysis.previousTokenScore(r.model, r.data, LIVE_SEQ, T);
     const att = r.model.attention(r.show.tokens, T);
+    if (r.layers > 1) composition(r, ind);
     post({
         type: 'live', run: r.id, step: r.step, layers: r.layers, heads: r.heads,
         induction: ind, previous: prev, attention: att, L: r.show.meta[0],
         tokens: r.show.tokens,
     }, [ind.buffer, prev.buffer, att.buffer]);
+}
+
+/* Mean attention from each query of the repeated half (q = L .. 2L-1) to the token after
+ * its token's first occurrence (key q - L + 1): the induction stripe of one pattern [T][T]. */
+function stripe(A, L) {
+    let s = 0;
+    for (let q = L; q < 2 * L; q++) s += A[q * T + q - L + 1];
+    return s / L;
+}
+
+/* K-composition, read and written through hook points (analysis.keyComposition in
+ * induct-api.js; Elhage et al. 2021): for the last layer's head with the highest induction
+ * score, its pattern on the shown sequence with each head of the layer before taken out of
+ * its keys; the head whose removal lowers the induction stripe most is drawn. */
+function composition(r, induction) {
+    const H = r.heads, last = r.layers - 1;
+    let h = 0;
+    for (let i = 1; i < H; i++) if (induction[last * H + i] > induction[last * H + h]) h = i;
+    const L = r.show.meta[0];
+    const kc = I.analysis.keyComposition(r.model, r.show.tokens, T, { layer: last, head: h });
+    const stripes = kc.without.map((A) => stripe(A, L));
+    let best = 0;
+    for (let s = 1; s < H; s++) if (stripes[s] < stripes[best]) best = s;
+    const base = kc.base, removed = kc.without[best];
+    post({
+        type: 'composition', run: r.id, step: r.step, layer: last, head: h, source: last - 1,
+        L, base: stripe(base, L), stripes, best, basePattern: base, removedPattern: removed,
+    }, [base.buffer, removed.buffer]);
 }
 
 function kvLive(r) {

@@ -1218,13 +1218,16 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *to
  *  0+1, 2+3, then pairs of pairs). The loss sums of the shards (double) go through the
  *  same tree and the step's loss is that sum divided by the scored-token count.
  *
- *  With a communicator of P ranks (P a power of two dividing S), rank r computes
- *  shards `r·S/P … (r+1)·S/P − 1`; the top log2(P) levels of the tree are then its
- *  rank groups, summed by recursive halving (reduce-scatter) and recursive doubling
- *  (all-gather) over the communicator's send-and-receive, so each element is added
- *  by one rank in the tree's order and copied to the others. Every rank ends a step
- *  with the same gradient, loss and weights as one process with the same S, bit for
- *  bit. See docs/distributed.md.
+ *  With a communicator of P ranks (any P dividing S), rank r computes shards
+ *  `r·S/P … (r+1)·S/P − 1`. For P a power of two the top log2(P) levels of the tree are
+ *  its rank groups, summed by recursive halving (reduce-scatter) and recursive doubling
+ *  (all-gather) over the communicator's send-and-receive. For other P each rank sums the
+ *  largest subtrees made of its own shards; the gradient is cut into P segments, rank j
+ *  receives every such subtree's segment j (one exchange with every other rank), adds the
+ *  nodes above them in the tree's order, and the segments are exchanged back. Either way
+ *  each element is added by one rank in the tree's order and copied to the others: every
+ *  rank ends a step with the same gradient, loss and weights as one process with the
+ *  same S, bit for bit. See docs/distributed.md.
  *  @{ */
 
 /**
@@ -1243,7 +1246,7 @@ INDUCT_API int induct_train_step_tokens(induct_optimizer *opt, const int32_t *to
 typedef struct induct_comm {
     size_t size;       /**< `sizeof(induct_comm)` as the caller compiled it. */
     uint32_t rank;     /**< This rank, 0 … n_ranks − 1. */
-    uint32_t n_ranks;  /**< Number of ranks P: a power of two, 1 … 65536. */
+    uint32_t n_ranks;  /**< Number of ranks P, 1 … 65536 (it must divide ::INDUCT_OPT_GRAD_SHARDS). */
     void *user;        /**< Passed to every callback. */
     /** Send `send_bytes` from `sendbuf` to rank `peer` and receive `recv_bytes` from
      *  it into `recvbuf` (as MPI_Sendrecv); blocks until both are done. The peer makes
@@ -1272,7 +1275,7 @@ typedef struct induct_comm {
  * @param opt The optimizer.
  * @param comm The table (copied; only the first `comm->size` bytes are read), or NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL optimizer, a NULL `sendrecv` or
- *         `barrier`, n_ranks not a power of two in 1 … 65536, rank ≥ n_ranks);
+ *         `barrier`, n_ranks not in 1 … 65536, rank ≥ n_ranks);
  *         ::INDUCT_EABI (`comm->size` below the 0.1 struct or above 4096). The old
  *         communicator is kept on failure.
  * @since 0.1 One thread per optimizer, as for the training step.
@@ -1291,8 +1294,8 @@ typedef struct induct_comm_threads induct_comm_threads;
  * group and create a new one to start again).
  * @param[out] out Owned by the caller, released with induct_comm_threads_free() once
  *             no rank uses it; NULL on failure.
- * @param n_ranks P, a power of two in 1 … 64.
- * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, P not a power of two in range);
+ * @param n_ranks P, 1 … 64.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, P not in range);
  *         ::INDUCT_ENOMEM.
  * @since 0.1 The callbacks are thread-safe (one thread per rank).
  */
@@ -1392,7 +1395,11 @@ typedef struct induct_train_config {
                                     Default 64. */
     uint32_t metrics;          /**< Bit set of `INDUCT_TRAIN_METRIC_*`. Default
                                     ::INDUCT_TRAIN_METRIC_LOSS. */
-    uint32_t metrics_append;   /**< 1: append to `metrics_path`; 0: truncate it first. Default 0. */
+    uint32_t metrics_append;   /**< 1: continue `metrics_path` (to resume): its records of steps after
+                                    the optimizer's step counter (all of them at step 0, which is
+                                    evaluated again) and an incomplete last line, left by a run
+                                    killed after its last snapshot, are cut off, then records are
+                                    appended; 0: truncate it first. Default 0. */
     const char *metrics_path;  /**< JSON Lines file, one record per evaluation, or NULL for
                                     none. Keys and units: docs/training.md. Default NULL. */
     uint64_t snapshot_every;   /**< Snapshot every this many steps; 0 = never (unless

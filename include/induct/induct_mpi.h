@@ -33,8 +33,9 @@ typedef struct induct_mpi_comm induct_mpi_comm;
  * waiting).
  * @param[out] out Owned by the caller, released with induct_mpi_comm_free(); NULL on
  *             failure.
- * @param comm An intracommunicator whose size is a power of two (checked when the
- *             table is attached: induct_optimizer_set_comm()).
+ * @param comm An intracommunicator of any size up to 65536 (checked when the table is
+ *             attached: induct_optimizer_set_comm()); a training step needs the size to
+ *             divide ::INDUCT_OPT_GRAD_SHARDS.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL out, MPI_COMM_NULL); ::INDUCT_ESTATE (MPI
  *         not initialised, or finalised); ::INDUCT_ENOMEM; ::INDUCT_EIO (an MPI call
  *         failed).

@@ -19,6 +19,7 @@ from .hooks import ActivationCache, act_name
 from .hook_point import HookPoint
 from .factored import FactoredMatrix
 from .model_lens import HookedTransformerConfig
+from .cache import CachePlan, CacheTooLarge
 from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_metrics,
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
@@ -61,8 +62,10 @@ def clear_error():
     _lib.induct_error_clear()
 
 
-def __getattr__(name):  # `induct.plot` without importing matplotlib up front
-    if name in ("plot", "lens"):
+def __getattr__(name):
+    # induct.plot without importing matplotlib up front, induct.reduce and induct.view
+    # (NumPy only) without importing NumPy, induct.lens (PyTorch)
+    if name in ("plot", "lens", "reduce", "view"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'induct' has no attribute {name!r}")
@@ -78,4 +81,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics
            "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
            "status_message", "build_features", "last_error", "clear_error", "version_number",
            "ActivationCache", "act_name", "HookPoint", "FactoredMatrix",
-           "HookedTransformerConfig", "LLCResult", "llc_sample"]
+           "HookedTransformerConfig", "CachePlan", "CacheTooLarge", "LLCResult",
+           "llc_sample"]

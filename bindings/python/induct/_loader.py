@@ -2,7 +2,8 @@
 
 Search order: $INDUCT_LIBRARY (never silently replaced), a copy beside the package, the
 path meson recorded for this copy of the package (_paths.py, in the build tree and in
-an installed package), the source tree next to a build directory named "build", then
+an installed package; in a wheel, relative to the package directory: the library
+meson-python bundles in site-packages/.induct.mesonpy.libs), the source tree next to a build directory named "build", then
 the system's loader path (the soname).
 
 BLAS: libinduct is linked against the OpenMP build of OpenBLAS (all threads are the
@@ -25,6 +26,8 @@ try:
     from ._paths import BLAS_DIR, LIBRARY
 except ImportError:  # the source tree has no _paths.py
     LIBRARY = BLAS_DIR = None
+if LIBRARY and not os.path.isabs(LIBRARY):  # a wheel's: relative to the package directory
+    LIBRARY = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), LIBRARY))
 
 _BLAS_NAME = re.compile(r"^(libopenblas[\w.-]*|libc?blas|liblapack)\.so")
 

@@ -1,7 +1,7 @@
 """Data-parallel training whose weights are bit-identical for any number of ranks.
 
 An optimizer with ``grad_shards=S`` splits each batch into S shards and adds their
-gradients in one fixed binary tree; with a communicator of P ranks (P a power of two
+gradients in one fixed binary tree; with a communicator of P ranks (any P
 dividing S) each rank computes S/P shards and the ranks complete the same tree over the
 communicator. Two communicators: ``ThreadRanks(P)``, P ranks that are threads of this
 process (libinduct's own), and ``Comm``, a rank whose send-and-receive, barrier and
@@ -29,7 +29,7 @@ class _RankRef:
 
 
 class ThreadRanks(_Handle):
-    """P ranks (a power of two, 1 ... 64) that are threads of this process sharing
+    """P ranks (1 ... 64) that are threads of this process sharing
     memory: ``ranks[r]`` is rank r's communicator; run each rank's training on its own
     thread (the C calls release the GIL). Close it only after every rank is done."""
 

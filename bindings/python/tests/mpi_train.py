@@ -15,7 +15,7 @@ import numpy as np
 
 import induct
 
-S, B, T, STEPS = 8, 16, 16, 4
+S, B, T, STEPS = 24, 24, 16, 4  # S: any of 1, 2, 3, 4, 6, 8 ranks divides it
 
 
 def train(comm):

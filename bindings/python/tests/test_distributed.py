@@ -11,7 +11,7 @@ import pytest
 
 import induct
 
-S, B, T, STEPS = 4, 8, 16, 3
+S, B, T, STEPS = 12, 12, 16, 3
 
 
 def _setup():
@@ -52,9 +52,8 @@ def _run_ranks(comms, hooks=None):
     threads = [threading.Thread(target=rank, args=(r,)) for r in range(len(comms))]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join(60)
-        assert not t.is_alive(), "a rank hangs"
+    for t in threads:  # no time limit here: a hang is the test runner's timeout
+        t.join()
     return out
 
 
@@ -69,7 +68,7 @@ def test_grad_shards_parameter():
         o.train_step(d, 6, T)
 
 
-@pytest.mark.parametrize("P", [1, 2, 4])
+@pytest.mark.parametrize("P", [1, 2, 3, 4, 6])
 def test_thread_ranks_bit_identical(P):
     want_w, want_l = _alone()
     with induct.ThreadRanks(P) as ranks:
@@ -109,10 +108,11 @@ class _QueueWorld:
         return induct.Comm(r, self.P, sendrecv, lambda: None, abort)
 
 
-def test_python_comm_bit_identical():
+@pytest.mark.parametrize("P", [2, 3])
+def test_python_comm_bit_identical(P):
     want_w, want_l = _alone()
-    world = _QueueWorld(2)
-    got = _run_ranks([world.comm(r) for r in range(2)])
+    world = _QueueWorld(P)
+    got = _run_ranks([world.comm(r) for r in range(P)])
     for w, losses in got:
         assert np.array_equal(w.view(np.uint32), want_w.view(np.uint32))
         assert losses == want_l
@@ -129,10 +129,10 @@ def test_failing_python_sendrecv():
 
 def test_comm_refusals():
     m, o = _setup()
-    with pytest.raises(induct.InvalidArgument, match="power of two"):
-        o.set_comm(induct.Comm(0, 3, lambda *a: None, lambda: None))
+    with pytest.raises(induct.InvalidArgument, match="n_ranks 65537 is not in 1 ... 65536"):
+        o.set_comm(induct.Comm(0, 65537, lambda *a: None, lambda: None))
     with pytest.raises(induct.InvalidArgument):
-        induct.ThreadRanks(3)
+        induct.ThreadRanks(65)
     with induct.ThreadRanks(2) as ranks:
         with pytest.raises(IndexError):
             ranks[2]
@@ -216,6 +216,6 @@ def test_hook_raising_in_a_shard():
     with m.hooks([("blocks.0.attn.hook_z", fail)]):
         with pytest.raises(ValueError, match="shard 2"):
             o.train_step(toks)
-    assert calls == [0, 2, 4]
+    assert calls == [0, B // S, 2 * B // S]
     assert o["step"] == 0
     assert np.array_equal(_weights(m), w0)

@@ -75,6 +75,10 @@ def test_meson_installs_every_module():
     listed = set(re.findall(r"'([^']+)'", listed))
     on_disk = {os.path.basename(p) for p in glob.glob(os.path.join(src, "induct", "*.py"))}
     assert listed == on_disk
+    data = re.search(r"py_data_names = \[(.*?)\]", text, re.S).group(1)
+    others = {os.path.basename(p) for p in glob.glob(os.path.join(src, "induct", "*"))
+              if not p.endswith((".py", "meson.build")) and os.path.isfile(p)}
+    assert set(re.findall(r"'([^']+)'", data)) == others
 
 
 def test_loaded_from_the_build_tree_without_an_override():
