@@ -2915,15 +2915,15 @@ INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t
  *  @{ */
 
 /** nβ = m / ln m with m = `batch`, the sequences of a minibatch (devinterp's
- *  `default_nbeta(dataloader)`). @since 0.1 */
+ *  `default_nbeta(dataloader)`). @since 0.2 */
 #define INDUCT_LLC_NBETA_BATCH 0u
 /** nβ = m / ln m with m = the scored tokens of a minibatch (`batch` × `seq_len − 1`,
- *  or `batch` when the dataset scores one position per sequence). @since 0.1 */
+ *  or `batch` when the dataset scores one position per sequence). @since 0.2 */
 #define INDUCT_LLC_NBETA_TOKENS 1u
 /** nβ = n / ln n with n = `n_data`, the size of the training set (Lau et al.: the
- *  inverse temperature β* = 1 / ln n). @since 0.1 */
+ *  inverse temperature β* = 1 / ln n). @since 0.2 */
 #define INDUCT_LLC_NBETA_DATA 2u
-/** nβ = `nbeta` as given. @since 0.1 */
+/** nβ = `nbeta` as given. @since 0.2 */
 #define INDUCT_LLC_NBETA_FIXED 3u
 
 /**
@@ -2931,7 +2931,7 @@ INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t
  * fields only appended. The defaults are devinterp's (`estimate_learning_coeff` with
  * SGLD: lr 0.01, no localisation, `default_nbeta`) with its newer 4 chains × 200 draws
  * and batch 32: a starting point for a calibration (docs/llc.md), not a recommendation.
- * @since 0.1
+ * @since 0.2
  */
 typedef struct induct_llc_config {
     size_t size;            /**< `sizeof(induct_llc_config)` as the caller compiled it. */
@@ -2981,13 +2981,13 @@ typedef struct induct_llc_config {
  * @param size `sizeof(induct_llc_config)` as the caller compiled it.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the struct or
  *         above 4096).
- * @since 0.1 Thread-safe.
+ * @since 0.2 Thread-safe.
  */
 INDUCT_API int induct_llc_config_init(induct_llc_config *cfg, size_t size);
 
 /** @brief Opaque result of an LLC estimate: per-chain values and loss traces, read with
  *  induct_llc_result_summary() and induct_llc_result_get(), released with
- *  induct_llc_result_free(). @since 0.1 */
+ *  induct_llc_result_free(). @since 0.2 */
 typedef struct induct_llc_result induct_llc_result;
 
 /**
@@ -3004,7 +3004,7 @@ typedef struct induct_llc_result induct_llc_result;
  *        coordinates are read.
  * @return 0 to go on; a negative ::induct_status ends the run with that status, a
  *         positive value with ::INDUCT_EINTERRUPTED.
- * @since 0.1
+ * @since 0.2
  */
 typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, uint64_t batch,
                                        double *loss_out, double *grad_out);
@@ -3041,7 +3041,7 @@ typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, 
  *         ::INDUCT_ESTATE (a head is ablated: the backward pass refuses ablations, clear
  *         them first); the dataset's errors (e.g. ::INDUCT_ERANGE for a window too long for
  *         it).
- * @since 0.1 Uses the model's workspace and its `n_threads`: one thread per model.
+ * @since 0.2 Uses the model's workspace and its `n_threads`: one thread per model.
  */
 INDUCT_API int induct_llc_estimate(induct_llc_result **out, induct_model *model,
                                    const induct_dataset *dataset, const uint8_t *mask,
@@ -3063,7 +3063,7 @@ INDUCT_API int induct_llc_estimate(induct_llc_result **out, induct_model *model,
  * @return as induct_llc_estimate() for the settings and divergence; ::INDUCT_EINVAL
  *         (NULL fn or w_star, dim 0, a non-finite w_star); the potential's own negative
  *         status; ::INDUCT_EINTERRUPTED when it returned a positive value.
- * @since 0.1 Thread-safe (nothing is shared between calls).
+ * @since 0.2 Thread-safe (nothing is shared between calls).
  */
 INDUCT_API int induct_llc_sample(induct_llc_result **out, induct_llc_potential_fn fn, void *user,
                                  const double *w_star, size_t dim, const uint8_t *mask,
@@ -3088,14 +3088,14 @@ INDUCT_API int induct_llc_sample(induct_llc_result **out, induct_llc_potential_f
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, head < −1, a head of a named tensor
  *         without a head axis); ::INDUCT_ERANGE (mask_len ≠ n_params, head ≥ n_heads,
  *         no tensor matches).
- * @since 0.1 Thread-safe (the model is only read).
+ * @since 0.2 Thread-safe (the model is only read).
  */
 INDUCT_API int induct_llc_mask_select(const induct_model *model, const char *name, int32_t head,
                                       uint8_t *mask, size_t mask_len);
 
 /**
  * @brief Scalars of an LLC result. Filled by induct_llc_result_summary() up to the
- * caller's `size`. @since 0.1
+ * caller's `size`. @since 0.2
  */
 typedef struct induct_llc_summary {
     size_t size;          /**< `sizeof(induct_llc_summary)` as the caller compiled it (set it). */
@@ -3123,28 +3123,28 @@ typedef struct induct_llc_summary {
  * @param result The result.
  * @param[in,out] out Struct whose `size` the caller sets; filled up to it.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (bad `size`).
- * @since 0.1 Thread-safe (the result is only read).
+ * @since 0.2 Thread-safe (the result is only read).
  */
 INDUCT_API int induct_llc_result_summary(const induct_llc_result *result,
                                          induct_llc_summary *out);
 
-/** induct_llc_result_get(): λ̂ of every chain, `[chains]`. @since 0.1 */
+/** induct_llc_result_get(): λ̂ of every chain, `[chains]`. @since 0.2 */
 #define INDUCT_LLC_CHAIN_LLC 0u
-/** induct_llc_result_get(): the recorded losses, `[chains][draws]` (nats). @since 0.1 */
+/** induct_llc_result_get(): the recorded losses, `[chains][draws]` (nats). @since 0.2 */
 #define INDUCT_LLC_DRAW_LOSSES 1u
 /** induct_llc_result_get(): the losses of the burn-in steps, `[chains][burnin]` (nats;
- *  with `every` = 1 they and the draws are every step's loss). @since 0.1 */
+ *  with `every` = 1 they and the draws are every step's loss). @since 0.2 */
 #define INDUCT_LLC_BURNIN_LOSSES 2u
 /** induct_llc_result_get(): per chain, the fraction of draws below L(w*) (paired: below
- *  their minibatch's loss at w*), `[chains]`. @since 0.1 */
+ *  their minibatch's loss at w*), `[chains]`. @since 0.2 */
 #define INDUCT_LLC_CHAIN_BELOW 3u
 /** induct_llc_result_get(): per chain, the mean MALA acceptance, `[chains]` (NaN without
- *  `mala`). @since 0.1 */
+ *  `mala`). @since 0.2 */
 #define INDUCT_LLC_CHAIN_MALA 4u
-/** induct_llc_result_get(): the loss at w* of each of the K minibatches, `[K]`. @since 0.1 */
+/** induct_llc_result_get(): the loss at w* of each of the K minibatches, `[K]`. @since 0.2 */
 #define INDUCT_LLC_INIT_LOSSES 5u
 /** induct_llc_result_get(): with `paired`, the loss at w* of each draw's minibatch,
- *  `[chains][draws]` (nats). @since 0.1 */
+ *  `[chains][draws]` (nats). @since 0.2 */
 #define INDUCT_LLC_DRAW_REF_LOSSES 6u
 
 /**
@@ -3157,12 +3157,12 @@ INDUCT_API int induct_llc_result_summary(const induct_llc_result *result,
  * @param[out] out_len Elements of the array (set also on ::INDUCT_EBUFSIZE), or NULL.
  * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL result, unknown `which`,
  *         `…_DRAW_REF_LOSSES` of an estimate that was not paired); ::INDUCT_EBUFSIZE.
- * @since 0.1 Thread-safe (the result is only read).
+ * @since 0.2 Thread-safe (the result is only read).
  */
 INDUCT_API int induct_llc_result_get(const induct_llc_result *result, uint32_t which,
                                      double *out, size_t out_cap, size_t *out_len);
 
-/** @brief Release a result. @param result The result, or NULL (a no-op). @since 0.1 */
+/** @brief Release a result. @param result The result, or NULL (a no-op). @since 0.2 */
 INDUCT_API void induct_llc_result_free(induct_llc_result *result);
 /** @} */
 
