@@ -15,8 +15,10 @@ them from the seed alone), so differences along training are not sampling noise.
 Stages (Hoogland et al. 2024, Section 4): the LLC is smoothed against log(tokens) with a
 Gaussian kernel of width W decades (default 0.1) and the boundaries are its critical
 points, where the smoothed curve's slope changes sign; each is reported with its kind
-(peak or trough) and whether the change to the neighbouring critical point exceeds twice
-the median standard error of the estimates (else it is within the noise).
+(peak or trough) and whether the smoothed curve changes by more than twice the median
+standard error of the estimates on both sides of it, to the neighbouring critical points
+or the ends of the curve (else it is within the noise: a slope that changes sign needs a
+real change on each side).
 
 Writes into DIR (default RUN_DIR/llc): llc.json (every estimate with its standard error
 and diagnostics, the settings, the stages, the wall and CPU time), llc.png (the LLC of
@@ -41,7 +43,9 @@ RECOMMENDED = dict(chains=4, draws=20, burnin=10, batch=4, epsilon=3e-4, gamma=1
 
 def stages(xs, ys, width, se):
     """Critical points of the Gaussian-kernel smoothing (width in the units of xs) of
-    (xs, ys): [(x, kind, significant)], and the smoothed curve on a grid."""
+    (xs, ys): [(x, kind, significant)], and the smoothed curve on a grid. A critical
+    point is significant when the smoothed curve differs from it by more than 2·se both
+    towards the previous critical point (or the start) and towards the next (or the end)."""
     import numpy as np
     xs, ys = np.asarray(xs, float), np.asarray(ys, float)
     grid = np.linspace(xs.min(), xs.max(), 400)
@@ -58,7 +62,7 @@ def stages(xs, ys, width, se):
         nb = [crit[j][2] for j in (k - 1, k + 1) if 0 <= j < len(crit)]
         nb += [float(sm[0])] if k == 0 else []
         nb += [float(sm[-1])] if k == len(crit) - 1 else []
-        sig = bool(max(abs(v - u) for u in nb) > 2 * se)
+        sig = bool(min(abs(v - u) for u in nb) > 2 * se)
         out.append(dict(log10_tokens=x, tokens=10 ** x, kind=kind, llc=v, significant=sig))
     return out, grid, sm
 

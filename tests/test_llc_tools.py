@@ -117,3 +117,11 @@ def test_stage_rule_finds_known_critical_points():
     bump = np.where(x < 6.5, x, 13 - x)  # a peak of height 0.5 at 6.5
     st, _, _ = llc_stages.stages(x, bump, 0.1, 1.0)
     assert len(st) == 1 and st[0]["kind"] == "peak" and not st[0]["significant"]
+    # a fall of 20 into a trough and a rise out of it of 1.5, with noise 1: the slope
+    # changes sign, but the rise is within the noise, so the trough is too
+    trough = np.where(x < 6.5, 20 * (6.5 - x), x - 6.5)
+    st, _, _ = llc_stages.stages(x, trough, 0.1, 1.0)
+    assert [s["kind"] for s in st] == ["trough"] and not st[0]["significant"]
+    # the same with a rise of 3: significant
+    st, _, _ = llc_stages.stages(x, np.where(x < 6.5, trough, 2 * trough), 0.1, 1.0)
+    assert [s["kind"] for s in st] == ["trough"] and st[0]["significant"]
