@@ -261,8 +261,8 @@ def plot(doc, run_dir, out, names, summary):
     ax.set_ylabel("LLC λ̂ (mean ± SE over chains)")
     ax.set_title(f"LLC over training (ε {s['epsilon']:g}, γ {s['gamma']:g}, nβ "
                  f"{s.get('nbeta_rule', s.get('nbeta'))}, {s['chains']} chains × {s['draws']} "
-                 f"draws, batch {s['batch']}); shaded: phase-change window; dashed: stage "
-                 f"boundaries", fontsize=8)
+                 f"draws, batch {s['batch']})\nshaded: phase-change window; dashed: stage "
+                 f"boundaries (dotted: within the noise)", fontsize=8)
     ax.legend(fontsize=8, loc="upper left")
     ax2.set_ylabel("eval loss (nats)")
     ax2.set_xlabel("training tokens (log; step 0 drawn at the left edge)")
