@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
 
 static double cpu_s(void) {
     struct timespec t;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "train/train.h"
 #include "induct/induct_mpi.h"
 
 static int cmp(const void *a, const void *b) {

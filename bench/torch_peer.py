@@ -1,6 +1,6 @@
 """PyTorch peer of bench_step (bench/bench.py starts it; not a test).
 
-The same model as libinduct's (docs/definitions.md, lib/forward.c), per layer l:
+The same model as libinduct's (docs/definitions.md, lib/model/pass.c), per layer l:
 
     h      = LN1(resid_pre)             (pre-LN with --layernorm 1; else h = resid_pre)
     qk_in  = h + W_pos[t]               (--positional shortformer; else qk_in = h)

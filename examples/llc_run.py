@@ -1,5 +1,5 @@
 """Shared plumbing of examples/llc_stages.py and examples/llc_calibrate.py: find the
-`induct` package, read a phase-change run directory (examples/phase_change.c) and its
+`induct` package, read a phase-change run directory (study/phase_change.c) and its
 checkpoints, open the run's training data again, and run several LLC estimates at once.
 
 A run directory holds summary.json (its config.data says how the token file or text was

@@ -1,8 +1,8 @@
 #!/bin/sh
-# The phase change on real text: prepare a corpus, run build/examples/phase-change,
-# then draw the figures with examples/plot_phase_change.py. Run after a build
+# The phase change on real text: prepare a corpus, run build/study/phase-change,
+# then draw the figures with study/plot_phase_change.py. Run after a build
 # (scripts/build.sh build). Every option not listed here goes to phase-change unchanged
-# (its flags: build/examples/phase-change --help, docs/phase-change.md).
+# (its flags: build/study/phase-change --help, docs/phase-change.md).
 #
 # usage: scripts/phase-change.sh [--full] [--corpus kjv|python|PATH] [--bpe N|--bytes]
 #                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
@@ -14,7 +14,7 @@
 #                    windows (over an hour on 2 cores; docs/phase-change.md)
 #   --corpus python  the pinned corpus (default): CPython 3.11's standard library from
 #                    Debian 12's packages, a fixed file list with per-file SHA-256
-#                    (examples/phase_change_corpus.json, docs/phase-change.md "The corpus")
+#                    (study/phase_change_corpus.json, docs/phase-change.md "The corpus")
 #   --corpus kjv     the King James Bible from Debian's bible-kjv
 #   --corpus PATH    your own text file
 #   --bytes          byte-level tokens instead of word pieces
@@ -63,13 +63,13 @@ while [ "$n" -gt 0 ]; do
         *) set -- "$@" "$a" ;;
     esac
 done
-exe=$build/examples/phase-change
+exe=$build/study/phase-change
 [ -x "$exe" ] || { echo "phase-change.sh: $exe not found: build first (scripts/build.sh $build)" >&2; exit 2; }
 [ -n "$data" ] || data=$build/phase-change-data
 mkdir -p "$data"
 py=/usr/bin/python3
 
-# ---- the corpus, the tokenizer and the token file (scripts/phase_change_data.py) ----
+# ---- the corpus, the tokenizer and the token file (study/phase_change_data.py) ----
 # prepared files are kept in $data and reused while their corpus stays the same
 report=$(mktemp "$data/.report.XXXXXX")
 trap 'rm -f "$report"' EXIT
@@ -93,7 +93,7 @@ case "$corpus" in
 esac
 
 if [ -z "$bpe" ]; then
-    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" $tree \
+    $py "$root/study/phase_change_data.py" prepare --corpus "$corpus" --text "$text" $tree \
         --report "$report"
     if [ -n "$tree" ]; then
         set -- --text "$text" --suffix .py "$@"
@@ -113,7 +113,7 @@ else
                "$(stat -c '%s %Y' "$corpus")" | cksum | cut -d' ' -f1) ;;
     esac
     prefix=$data/$name-bpe$bpe
-    $py "$root/scripts/phase_change_data.py" prepare --corpus "$corpus" --text "$text" \
+    $py "$root/study/phase_change_data.py" prepare --corpus "$corpus" --text "$text" \
         --bpe "$bpe" --prefix "$prefix" --report "$report"
     set -- --tokens "$prefix.u16" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
@@ -132,9 +132,9 @@ else
 fi
 "$exe" --out "$out" "$@"
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
-$py "$root/scripts/phase_change_data.py" stamp "$out" "$report"
+$py "$root/study/phase_change_data.py" stamp "$out" "$report"
 if [ "$plot" = 1 ]; then
-    $py "$root/examples/plot_phase_change.py" "$out" --build "$build"
+    $py "$root/study/plot_phase_change.py" "$out" --build "$build"
 fi
 if [ "$llc" = 1 ]; then
     # the settings docs/llc.md recommends (the script's defaults), the same at every checkpoint

@@ -1,4 +1,4 @@
-/* Atomic file replacement (white box, lib/atomic_file.c): the one writer behind
+/* Atomic file replacement (white box, lib/core/atomic_file.c): the one writer behind
  * induct_model_save(), induct_optimizer_save() and induct_token_file_write(). A
  * successful write replaces the file with exactly what the callback wrote; a failing
  * callback, or a directory that does not exist, gives INDUCT_EIO naming the system
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "induct_internal.h"
+#include "core/core.h"
 #include "testutil.h"
 
 static char dir[256];

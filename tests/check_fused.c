@@ -1,4 +1,4 @@
-/* Fused kernels (lib/kernels_attn.inc): the causal-only attention and the
+/* Fused kernels (lib/kernels, the *_vec.c files): the causal-only attention and the
  * unembedding + cross-entropy against the straightforward kernels (full T x T GEMMs through
  * CBLAS, libm expf, double sums) on awkward shapes and strides; exact zeros above the
  * diagonal; the SIMD and scalar paths bit-identical; 1, 2 and 3 threads bit-identical;
@@ -7,7 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
 #include "testutil.h"
 
 static uint64_t st;
@@ -500,7 +501,7 @@ START_TEST(test_embed_backward) {
 }
 END_TEST
 
-/* AdamW: bit-identical to the plain per-element loop (optim.c's definition). */
+/* AdamW: bit-identical to the plain per-element loop (lib/train/optimizer.c's definition). */
 START_TEST(test_adamw) {
     const size_t n = 8192 * 2 + 21;
     st = 4;
@@ -538,7 +539,7 @@ START_TEST(test_adamw) {
 END_TEST
 
 /* induct__gemm gives the same bits for 1, 2 and 3 threads (OpenBLAS's results depend
- * on a row's position in its micro-tiles; the split respects that, see kernels.c). */
+ * on a row's position in its micro-tiles; the split respects that, see lib/kernels/gemm.c). */
 START_TEST(test_gemm_threads) {
     const size_t Ms[] = {64, 96, 100, 800}, Ns[] = {11, 64, 500}, Ks[] = {7, 64, 800};
     for (int ta = 0; ta < 2; ta++)
@@ -661,8 +662,9 @@ START_TEST(test_set_threads_later) {
 }
 END_TEST
 
-/* Layer 0 folded into the embeddings (forward.c, fold_layer0: no LayerNorm and
- * 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does not. */
+/* Layer 0 folded into the embeddings (lib/model/workspace.c, induct__fold_layer0: no
+ * LayerNorm and 2 (d_vocab + T) <= B T). Here V = 5, T = 6, B = 4 qualifies; B = 1 does
+ * not. */
 enum { FV = 5, FT = 6, FB = 4 };
 static const uint32_t FOLD_POS[] = {INDUCT_POS_STANDARD, INDUCT_POS_SHORTFORMER, INDUCT_POS_NONE,
                                     INDUCT_POS_STANDARD, INDUCT_POS_STANDARD};

@@ -1,11 +1,11 @@
-/* The portable matrix product (lib/gemm_portable.c, the library's path with
+/* The portable matrix product (lib/kernels/gemm_portable.c, the library's path with
  * -Dgemm=portable) against a double-precision reference and against CBLAS (induct__gemm
  * in this build): every transpose, shapes around its 4 x 8 tiles and its 256-long k
  * blocks, alpha and beta including beta = 0 over NaN. */
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "testutil.h"
 
 static uint64_t rng = 1;

@@ -1,6 +1,6 @@
-/* Kernels (white box, lib/kernels.h): every backward kernel against central
- * finite differences of a random scalar projection f = sum(r * out), computed in
- * double from the fp32 forward kernel; softmax and causal attention on extreme
+/* Kernels (white box, lib/kernels/kernels.h and reference.h): every backward kernel
+ * against central finite differences of a random scalar projection f = sum(r * out),
+ * computed in double from the fp32 forward kernel; softmax and causal attention on extreme
  * finite scores.
  *
  * Conventions checked as kernels.h states them: outputs documented as "+="
@@ -16,7 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
+#include "kernels/reference.h"
 #include "testutil.h"
 
 #define EPS 1e-2

@@ -1,5 +1,5 @@
 /* Partial forward passes at a few rows (the ablation attribution's and the ICL score's
- * passes, lib/forward.c rows_attention / rows_mlp / rows_tail): the last layer computed
+ * passes, lib/model/pass.c rows_attention / rows_mlp / rows_tail): the last layer computed
  * only at the rows p->rows gives each row's loss bit-identical to the whole pass's, from
  * scratch and resumed after a layer's attention from a changed residual stream (as the
  * attribution resumes it), with 1 and 2 threads, for attention-only models, MLP +
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "model/model.h"
 #include "testutil.h"
 
 typedef struct rows_variant {

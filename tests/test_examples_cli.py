@@ -3,7 +3,8 @@ message and exit status 2 before any work, --help prints the full help and exits
 SIGINT or SIGTERM stops a training run with exit status 130 after saving its resume point,
 from which the run continues to the same bits as an uninterrupted one.
 
-Environment (tests/meson.build): INDUCT_EXAMPLES, the build's examples directory."""
+Environment (tests/meson.build): INDUCT_EXAMPLES, the build's examples directory, and
+INDUCT_STUDY, its study directory (the phase-change program)."""
 import json
 import os
 import re
@@ -14,11 +15,12 @@ import time
 import pytest
 
 EXAMPLES = os.environ["INDUCT_EXAMPLES"]
+STUDY = os.environ["INDUCT_STUDY"]
 PROGRAMS = ["train-run", "induction-rrt", "kv-retrieval", "phase-change"]
 
 
 def exe(name):
-    return os.path.join(EXAMPLES, name)
+    return os.path.join(STUDY if name == "phase-change" else EXAMPLES, name)
 
 
 def run(name, args, **kw):

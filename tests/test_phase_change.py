@@ -1,4 +1,4 @@
-"""phase-change (examples/phase_change.c) and its plot script, on tiny runs.
+"""phase-change (study/phase_change.c) and its plot script, on tiny runs.
 
 The values are checked against independent recomputations from the run's own metrics
 log (window tokens, fractions, the bump rule, the decision rules of the checks), not

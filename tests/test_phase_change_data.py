@@ -1,4 +1,4 @@
-"""The main job's data (scripts/phase-change.sh, scripts/phase_change_data.py): the pinned
+"""The main job's data (scripts/phase-change.sh, study/phase_change_data.py): the pinned
 corpus follows its rule, two preparations from scratch give byte-identical tokenizer and
 token files whose SHA-256 are the documented ones, runs record and print those hashes, and a
 run on other data says that its results are not comparable with the documented ones.
@@ -18,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 SCRIPT = os.path.join(REPO, "scripts", "phase-change.sh")
 BUILD = os.environ["INDUCT_BUILD_DIR"]
-sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "study"))
 import phase_change_data as pcd  # noqa: E402
 
 PIN = pcd.load_pin()

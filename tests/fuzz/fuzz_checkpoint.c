@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "train/train.h"
 
 /* Memory a host would grant a model it loaded from an untrusted file. */
 #define HOST_CAP ((uint64_t)64 << 20)

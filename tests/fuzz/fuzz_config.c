@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "induct_internal.h"
+#include "core/core.h"
 
 #define CAP ((uint64_t)1 << 20)
 #define BUF 4096

@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "induct_internal.h"
+#include "core/core.h"
 
 static void check_rc(int rc) {
     if (rc < 0 && (induct_last_error_code() != rc || induct_last_error_message()[0] == '\0')) {
