@@ -24,6 +24,7 @@ from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_me
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
 from .distributed import Comm, ThreadRanks
+from .llc import LLCResult, llc_sample
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -80,4 +81,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics
            "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
            "status_message", "build_features", "last_error", "clear_error", "version_number",
            "ActivationCache", "act_name", "HookPoint", "FactoredMatrix",
-           "HookedTransformerConfig", "CachePlan", "CacheTooLarge"]
+           "HookedTransformerConfig", "CachePlan", "CacheTooLarge", "LLCResult",
+           "llc_sample"]
