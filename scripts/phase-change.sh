@@ -29,12 +29,16 @@
 #   --data DIR       where prepared corpora are kept and reused (default: DIR/phase-change-data
 #                    under the build directory)
 #   --no-plot        skip the figures
+#   --llc            also the local learning coefficient over training (docs/llc.md): keeps 60
+#                    checkpoints per model (--snapshots 60), then examples/llc_stages.py draws
+#                    the curve of the 2-layer model and the 1-layer control with its stages
+#                    (OUT/llc) and every head's refined LLC at fewer checkpoints (OUT/llc-heads)
 # The run starts by printing the SHA-256 of the corpus, the tokenizer model and the token file
 # and whether they are the documented ones (else: "results are not comparable with the
 # documented ones"); the same goes into summary.json (config.data.provenance) and summary.md.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0
+corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0 llc=0
 # the arguments that are not ours, kept in order for the runner
 n=$#
 while [ "$n" -gt 0 ]; do
@@ -57,6 +61,7 @@ while [ "$n" -gt 0 ]; do
         --no-plot) plot=0 ;;
         --bytes) bpe="" ;;
         --full) full=1 ;;
+        --llc) llc=1 ;;
         *) set -- "$@" "$a" ;;
     esac
 done
@@ -115,6 +120,10 @@ else
     set -- --tokens "$prefix.u16" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
 
+if [ "$llc" = 1 ]; then
+    # before the flags given (they win) and after --full's (its --snapshots 12 is too few)
+    set -- --snapshots 60 "$@"
+fi
 if [ "$full" = 1 ]; then
     # flags given after --full still win (the stages take the last value of a flag)
     set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --steps-1l 12000 --snapshots 12 "$@"
@@ -134,4 +143,10 @@ fi
 $py "$root/study/phase_change_data.py" stamp "$out" "$report"
 if [ "$plot" = 1 ]; then
     $py "$root/study/plot_phase_change.py" "$out" --build "$build"
+fi
+if [ "$llc" = 1 ]; then
+    # the settings docs/llc.md recommends (the script's defaults), the same at every checkpoint
+    $py "$root/examples/llc_stages.py" "$out" --checkpoints 12 --window-points 10 --build "$build"
+    $py "$root/examples/llc_stages.py" "$out" --checkpoints 8 --window-points 5 --heads \
+        --reuse "$out/llc/llc.json" --out "$out/llc-heads" --build "$build"
 fi

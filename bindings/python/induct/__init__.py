@@ -25,6 +25,7 @@ from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_me
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
 from .distributed import Comm, ThreadRanks
+from .llc import LLCResult, llc_sample
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -82,4 +83,4 @@ __all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics
            "status_message", "build_features", "last_error", "clear_error", "version_number",
            "ActivationCache", "act_name", "HookPoint", "FactoredMatrix",
            "HookedTransformerConfig", "CachePlan", "CacheTooLarge", "IclGroups", "MeanSE",
-           "batch_means", "paired_difference", "icl_band"]
+           "batch_means", "paired_difference", "icl_band", "LLCResult", "llc_sample"]
