@@ -129,8 +129,11 @@ if [ "$full" = 1 ]; then
     set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --steps-1l 12000 --snapshots 12 "$@"
     echo "phase-change.sh: the full run: 12000 steps (49 M tokens) per model, about an hour on 2 cores"
 else
-    echo "phase-change.sh: the default run: the 2-layer model 3000 steps (12.3 M tokens), the 1-layer"
-    echo "  models 2000 steps; about 8 minutes on 2 idle cores"
+    case " $* " in
+        *" --models "*|*" --steps "*|*" --steps-1l "*) ;;  # the runner prints the plan
+        *) echo "phase-change.sh: the default run: the 2-layer model 3000 steps (12.3 M tokens), the 1-layer"
+           echo "  models 2000 steps; about 8 minutes on 2 idle cores" ;;
+    esac
 fi
 $py "$root/study/runner.py" --build "$build" --out "$out" "$@"
 if [ ! -f "$out/summary.json" ]; then
