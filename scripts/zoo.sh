@@ -79,5 +79,5 @@ if [ "$report" = 1 ]; then
             exit 0
         fi
     done
-    $py "$root/study/zoo_report.py" "$out" --build "$build"
+    $py "$root/study/zoo_report.py" "$out" --build "$build" --groups "$groups"
 fi
