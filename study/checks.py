@@ -5,6 +5,9 @@ Each check is decided on the numbers of the models' analyses alone (summary.json
 SUMMARY.json` decides them again and tests can feed synthetic numbers. The rules were
 written down before the runs they judge; RULES holds their constants.
 
+Statuses: "pass", "fail", "not_run" (the model a check judges is not in the study) and
+"not_applicable" (the ablation check when no model has an induction head to ablate).
+
 judge(models, stats) -> [check dicts]; `stats` provides paired_difference(a, b) ->
 (mean, se), the library's (induct.paired_difference), so that a difference of two
 models' ICL scores has the bits the C analysis gives it.
@@ -47,6 +50,10 @@ RULE_2L = (
     "score ends above 0.30, and at least half of its rise from chance (final - chance) "
     "happens inside the window (interpolated between evaluations); (e) the final ICL score "
     "is >= 0.15 nats below the 1-layer control's, by more than 3 standard errors")
+RULE_2L_HEAD = (
+    "; the head in (d) is searched in every layer (any_layer.pm_head: the head of any layer "
+    "with the largest final prefix-matching score), the last layer's only for a summary "
+    "without any_layer")
 RULE_1L = (
     "pass iff no phase-change window is found, no head's prefix-matching score exceeds 0.10 "
     "at any evaluation, and the final ICL score (large evaluation) is within +-0.05 nats of "
@@ -62,13 +69,15 @@ RULE_ABL = (
     "standard errors of the paired difference), and no single other head may remove more "
     "than a quarter under pattern-preserving zero ablation (a removal counts only when it "
     "exceeds 3 standard errors); pass iff at least one model has induction heads and every "
-    "such model satisfies this")
+    "such model satisfies this; not applicable when no model has a head classified "
+    "induction (a model without one is listed as not applicable: there is nothing to "
+    "ablate)")
 
 CLAIMS = {
     "two_layer_phase_change": (
         "2 layers: the ICL score falls by >= 0.15 nats inside a window no longer than the "
         "training before it, while a last-layer head's prefix matching rises above 0.3, "
-        "ending >= 0.15 nats below the 1-layer control", "2L", RULE_2L),
+        "ending >= 0.15 nats below the 1-layer control", "2L", RULE_2L + RULE_2L_HEAD),
     "one_layer_no_phase_change": (
         "1 layer: no window, no prefix-matching head, no in-context learning (final ICL "
         "score within +-0.05 nats of 0)", "1L", RULE_1L),
@@ -136,8 +145,9 @@ def judge(models, stats):
         found = true(m2, "window", "found")
         ws, we = num(m2, "window.start_step"), num(m2, "window.end_step")
         fall, fall_se = num(m2, "icl_fall"), num(m2, "icl_fall_se")
-        pa, rise = num(m2, "pm_head.after"), num(m2, "pm_head.rise_from_chance")
-        rin = num(m2, "pm_head.rise_inside_window")
+        ph = head_of(m2)
+        pa, rise = num(ph, "after"), num(ph, "rise_from_chance")
+        rin = num(ph, "rise_inside_window")
         gap, gap_se = diff_after(m1, m2, stats) if m1 is not None else (NAN, NAN)
         ok_len = found and we - ws <= r["window_max_vs_training_before"] * ws
         ok_fall = found and fall >= r["icl_fall_min"] and counts(fall, fall_se)
@@ -148,6 +158,8 @@ def judge(models, stats):
              "icl_before": num(m2, "icl_before"), "icl_before_se": num(m2, "icl_before_se"),
              "icl_after": num(m2, "icl_after"), "icl_after_se": num(m2, "icl_after_se"),
              "icl_fall": fall, "icl_fall_se": fall_se, "icl_fall_ok": ok_fall,
+             "pm_head": ph.get("head") if isinstance(ph, dict) else None,
+             "pm_head_layer": ph.get("layer") if isinstance(ph, dict) else None,
              "pm_head_after": pa, "pm_rise_from_chance": rise, "pm_rise_inside_window": rin,
              "head_ok": ok_head}
         if m1 is not None:
@@ -197,6 +209,8 @@ def judge(models, stats):
         heads = m.get("heads") if isinstance(m.get("heads"), dict) else {}
         ind = heads.get("induction") if isinstance(heads.get("induction"), list) else []
         if not ind:
+            name = m["name"] if isinstance(m.get("name"), str) else key
+            n[name] = {"status": "not_applicable", "reason": "no head classified induction"}
             continue
         n_with += 1
         ab = m.get("ablation") if isinstance(m.get("ablation"), dict) else {}
@@ -223,7 +237,7 @@ def judge(models, stats):
         ok = ok_ind and ok_other
         all_ok = all_ok and ok
         name = m["name"] if isinstance(m.get("name"), str) else key
-        n[name] = {"passed": ok, "icl_after": clean, "icl_after_se": num(m, "icl_after_se"),
+        n[name] = {"status": "pass" if ok else "fail", "passed": ok, "icl_after": clean, "icl_after_se": num(m, "icl_after_se"),
                    "n_induction_heads": len(ind), "removed_by_induction_heads": rem,
                    "removed_by_induction_heads_se": rem_se,
                    "fraction_removed_by_induction_heads": rem / -clean if clean < 0 else NAN,
@@ -233,9 +247,20 @@ def judge(models, stats):
                    "other_heads_ok": ok_other}
     if models:
         n["models_with_induction_heads"] = n_with
-        c.update(numbers=n, status="pass" if n_with > 0 and all_ok else "fail")
+        c.update(numbers=n, status="not_applicable" if n_with == 0 else
+                 "pass" if all_ok else "fail")
     out.append(c)
     return out
+
+
+def head_of(m):
+    """The 2-layer check's head: any_layer.pm_head (every layer) when the model's numbers
+    carry it, else the last layer's pm_head."""
+    a = m.get("any_layer") if isinstance(m.get("any_layer"), dict) else None
+    ph = a.get("pm_head") if a is not None else None
+    if not isinstance(ph, dict):
+        ph = m.get("pm_head")
+    return ph if isinstance(ph, dict) else {}
 
 
 def _cell(table, l, h):
@@ -247,7 +272,9 @@ def _cell(table, l, h):
 
 
 def checks_json(checks):
-    """summary.json's "checks": id -> {claim, model, status, passed, rule, numbers}."""
+    """summary.json's "checks": id -> {claim, model, status, passed, rule, numbers};
+    passed is null for a check not run or not applicable."""
     return {c["id"]: {"claim": c["claim"], "model": c["model"], "status": c["status"],
-                      "passed": None if c["status"] == "not_run" else c["status"] == "pass",
+                      "passed": None if c["status"] in ("not_run", "not_applicable")
+                      else c["status"] == "pass",
                       "rule": c["rule"], "numbers": c["numbers"]} for c in checks}

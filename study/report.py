@@ -242,6 +242,9 @@ def summary(induct, d, plan, runs):
     for n in order:
         m = dict(runs[n]["analysis"]["model"])
         m["pca_trajectory"] = traj[n]
+        # every layer's heads (the 2-layer check's head is searched in every layer)
+        if isinstance(runs[n]["analysis"].get("any_layer"), dict):
+            m["any_layer"] = runs[n]["analysis"]["any_layer"]
         models[n] = m
     judged = checks.judge(models, LibraryStats(induct))
     first = runs[order[0]]["analysis"]
@@ -315,7 +318,8 @@ def markdown(s, judged, d, source_root):
         add(model_section(models[name], name, batch, T, E))
     add("## Checks\n\n| claim | model | result |\n|---|---|---|\n")
     for c in judged:
-        res = {"pass": "PASS", "fail": "FAIL"}.get(c["status"], "not run")
+        res = {"pass": "PASS", "fail": "FAIL",
+               "not_applicable": "not applicable"}.get(c["status"], "not run")
         add("| %s | %s | **%s** |\n" % (c["claim"], c["model"], res))
     add("\nThe rules and the numbers each result was decided on are in summary.json "
         "(\"checks\") and docs/phase-change.md. A difference counts only when it exceeds "

@@ -286,8 +286,15 @@ def test_outputs_complete_and_finite(runs):
         assert t["complete"] is True and t["steps"] == 6 and t["model"] == name
         assert not os.path.exists(os.path.join(d, name, "resume.safetensors"))
         a = json.load(open(os.path.join(d, name, "analysis.json")))
-        summ = {k: v for k, v in s["models"][name].items() if k != "pca_trajectory"}
+        summ = {k: v for k, v in s["models"][name].items()
+                if k not in ("pca_trajectory", "any_layer")}
         assert list(a["model"]) == list(summ)
+        # every layer's heads come with the model (the 2-layer check reads its pm_head)
+        ours, theirs = dict(walk_numbers(a["any_layer"])), \
+            dict(walk_numbers(s["models"][name]["any_layer"]))
+        assert set(ours) == set(theirs)
+        for k, v in ours.items():
+            assert theirs[k] == pytest.approx(v, rel=1e-14, abs=1e-300), k
         # the analysis holds every double exactly; summary.json as cJSON prints them
         ours, theirs = dict(walk_numbers(a["model"])), dict(walk_numbers(summ))
         assert set(ours) == set(theirs)
@@ -693,7 +700,8 @@ def reference_judge(models, r):
         w = m2["window"]
         ok = w["found"] and w["end_step"] - w["start_step"] <= w["start_step"]
         ok = ok and m2["icl_fall"] >= r["icl_fall_min"] and m2["icl_fall"] > k * m2["icl_fall_se"]
-        p = m2["pm_head"]
+        # the head of any layer (any_layer.pm_head) when the summary has it
+        p = m2.get("any_layer", {}).get("pm_head") or m2["pm_head"]
         ok = ok and p["after"] > r["pm_high"] and p["rise_from_chance"] > 0 and \
             p["rise_inside_window"] >= r["pm_rise_inside_window"] * p["rise_from_chance"]
         if m1 is None:
@@ -731,7 +739,8 @@ def reference_judge(models, r):
                 if cpp < 0 and rm / -cpp > r["ablation_other_max"] and rm > k * rs:
                     ok = False
         oks.append(ok)
-    out["induction_heads_carry_icl"] = "pass" if oks and all(oks) else "fail"
+    out["induction_heads_carry_icl"] = ("not_applicable" if not oks else
+                                        "pass" if all(oks) else "fail")
     return out
 
 
@@ -846,6 +855,44 @@ def test_judge_significance(tmp_path):
     assert judge(tmp_path, m)["two_layer_phase_change"] == "fail"
     m["2L"]["icl_after_groups"] = list(np.array(m["1L"]["icl_after_groups"]) - 0.16)
     assert judge(tmp_path, m)["two_layer_phase_change"] == "pass"
+
+
+def test_judge_ablation_not_applicable_without_induction_heads(tmp_path):
+    """No model has a head classified induction: nothing to ablate, so the ablation check
+    is not applicable (not a failure), and each model is listed as such."""
+    m = synthetic()
+    for x in m.values():
+        x["heads"]["induction"] = []
+        x["heads"]["labels"] = [["other", "other"] for _ in x["heads"]["labels"]]
+    assert judge(tmp_path, m)["induction_heads_carry_icl"] == "not_applicable"
+    p = tmp_path / "summary.json"
+    r = subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                       capture_output=True, text=True)
+    c = json.loads(r.stdout)["checks"]["induction_heads_carry_icl"]
+    assert c["passed"] is None
+    assert c["numbers"]["2L"]["status"] == "not_applicable"
+    assert c["numbers"]["models_with_induction_heads"] == 0
+    # one model with an induction head: decided on it, the others not applicable
+    m2 = synthetic()
+    got = judge(tmp_path, m2)
+    assert got["induction_heads_carry_icl"] == "pass"
+    c = json.loads(subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                                  capture_output=True, text=True).stdout)["checks"]
+    assert c["induction_heads_carry_icl"]["numbers"]["1L"]["status"] == "not_applicable"
+
+
+def test_judge_two_layer_head_in_any_layer(tmp_path):
+    """The 2-layer check's head is searched in every layer: a last-layer head below 0.30
+    fails, the same model with a layer-0 head above it (any_layer.pm_head) passes."""
+    m = synthetic()
+    m["2L"]["pm_head"]["after"] = 0.2
+    assert judge(tmp_path, m)["two_layer_phase_change"] == "fail"
+    m["2L"]["any_layer"] = {"pm_head": dict(m["2L"]["pm_head"], after=0.55, head="0.1",
+                                            layer=0, rise_from_chance=0.52,
+                                            rise_inside_window=0.40)}
+    assert judge(tmp_path, m)["two_layer_phase_change"] == "pass"
+    m["2L"]["any_layer"]["pm_head"]["rise_inside_window"] = 0.1  # rise before the window
+    assert judge(tmp_path, m)["two_layer_phase_change"] == "fail"
 
 
 def test_judge_without_control_or_models(tmp_path):
