@@ -112,8 +112,10 @@ def evidence(induct, run, cfg, windows, groups, threads=1):
     recs = {int(r["step"]): r for r in run["records"]}
     data = open_data(induct, run, windows)
     probe = data.probe_config()
-    n_groups = min(groups, windows)
-    per = windows // n_groups
+    # the windows in groups as study-analyse forms them (study/analyse_run.c, grouping)
+    n = max(data.window_count(T, "eval"), 1)
+    n_groups = max(min(groups, n), 1)
+    per = n // n_groups
     kw = dict(n_groups=n_groups, per_group=per, seq_len=T, early=ev["icl_early_token"],
               late=ev["icl_late_token"], band=ev["icl_band"], split="eval")
     we = m.get("window_evaluation") or {}
