@@ -32,24 +32,33 @@ def label(z, n):
 
 def icl_series(run, cfg):
     """(tokens, ICL, se or None) over training: the window evaluation when the analysis made
-    one (the series the window rule reads), else the metrics log's per-step score."""
+    one (the series the window rule reads), else the metrics log's per-step score (the band
+    estimator on its loss-by-position curve when the log has no score: a context shorter
+    than the ICL paper's token 500)."""
     m = run["analysis"]["model"]
     tpe = cfg["training"]["batch"] * cfg["training"]["seq_len"]
     we = m.get("window_evaluation")
     if we and we.get("steps"):
         return ([s * tpe for s in we["steps"]], we["icl"], we.get("icl_se"))
     recs = run["records"]
-    return ([r["step"] * tpe for r in recs], [r.get("icl_score") for r in recs], None)
+    ev = cfg["evaluation"]
+    band = lambda r: sys_induct().icl_band(  # noqa: E731  (a short context logs no score)
+        r["loss_by_position"], ev["icl_early_token"], ev["icl_late_token"], ev["icl_band"])
+    return ([r["step"] * tpe for r in recs],
+            [r["icl_score"] if r.get("icl_score") is not None else
+             band(r) if r.get("loss_by_position") else None for r in recs], None)
 
 
 def fig_icl(d, z, runs):
     cfg, order = z["config"], z["model_order"]
     fig, (ax, axw) = plt.subplots(2, 1, figsize=(9, 8.5), sharex=True,
                                   gridspec_kw={"height_ratios": [3, 2]})
+    span = []
     for n in order:
         t, y, se = icl_series(runs[n], cfg)
         pts = [(a, b, s) for a, b, s in zip(t, y, se or [None] * len(t))
                if a > 0 and b is not None]
+        span += [p[0] for p in pts]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], "-o", ms=2.5, lw=1.4,
                 color=colour(n), label=label(z, n))
         if se:
@@ -71,6 +80,8 @@ def fig_icl(d, z, runs):
         else:
             axw.text(0.99, y, "no window", transform=axw.get_yaxis_transform(), ha="right",
                      va="center", fontsize=7, color="0.4")
+    if span:  # the token axis from the curves (the window panel may have no data at all)
+        ax.set_xlim(min(span) / 1.3, max(span) * 1.3)
     axw.set_yticks(range(len(order), 0, -1))
     axw.set_yticklabels([label(z, n) for n in order], fontsize=7)
     axw.set_xlabel("training tokens (log scale)")

@@ -40,6 +40,7 @@ from zoo_analyses import (FAMILY_TITLE, display_order, family, pca_turn,  # noqa
                           slopes_around, spearman)
 
 FORMAT = "libinduct zoo report 1"
+# the figures (tokens.png and tokens.html need the 2-layer model's window)
 FIGURES = ["icl.png", "pca.png", "heads.png", "tokens.png", "tokens.html", "slope.png"]
 NAN = float("nan")
 
@@ -155,6 +156,29 @@ def load_zoo(d, groups):
 
 # ---- a row per model ----
 
+DEFINITIONS = {
+    "window": "study-analyse's phase-change window of the model (the 10%-90% rule on the ICL "
+              "score of every kept weight, docs/phase-change.md), in steps and tokens",
+    "icl_before": "the band ICL score (nats) of the weights kept at the last evaluation at or "
+                  "before the window's start, on the large evaluation (no window: the first "
+                  "evaluation after the warm-up); _se: standard error by batch means",
+    "icl_after": "the band ICL score of the final weights on the large evaluation; _groups: "
+                 "its groups' scores (paired differences between models)",
+    "pm_best_any_layer": "the largest final prefix-matching score of any head of any layer "
+                         "(heads.prefix_matching); pm_best_head / pm_best_layer: "
+                         "any_layer.pm_head",
+    "induction_heads": "every head of any layer classified induction (any_layer."
+                       "induction_heads: layer, relative depth (layer + 1) / n_layers, prefix "
+                       "matching)",
+    "ablation": "removed: ICL with every induction head zero-ablated minus ICL clean on the "
+                "ablation evaluation (paired, nats) ± removed_se; fraction_removed: removed / "
+                "-icl_after (analysis.json's fraction_removed_by_induction_heads) ± "
+                "removed_se / -icl_after",
+    "bump": "study-analyse's loss-curve bump (true / false / null)",
+    "pca_turn": "see pca_turn.rule; tokens and whether it lies within the window +- one "
+                "evaluation interval",
+}
+
 def tokens_of(step, cfg):
     return float(step) * cfg["training"]["batch"] * cfg["training"]["seq_len"]
 
@@ -247,7 +271,6 @@ def slope_section(runs, rows, cfg):
 # ---- the whole report ----
 
 def build(d, groups, induct, opt):
-    t0 = time.monotonic()
     studies = load_zoo(d, groups)
     runs, group_of = {}, {}
     for g in groups:
@@ -283,6 +306,7 @@ def build(d, groups, induct, opt):
         "settings": studies[g0][0]["settings"], "data": studies[g0][0]["data"],
         "config": cfg, "model_order": order,
         "rules": dict(zoo_checks.RULES),
+        "definitions": DEFINITIONS,
         "models": rows,
         "pca": pca, "pca_trajectories": traj,
         "slopes": slopes,
@@ -293,7 +317,7 @@ def build(d, groups, induct, opt):
             if k2 not in ("passage_tokens", "delta", "token_classes", "loglik_start",
                           "loglik_end")},
         "checks": zoo_checks.checks_json(judged),
-        "figures": list(FIGURES),
+        "figures": None,
         "seconds": None,
     }
     if tok is not None:
@@ -302,18 +326,19 @@ def build(d, groups, induct, opt):
             f"window (as tokens j-{k}..j-1, j < t); it continues the repeat when it equals a "
             f"token that followed one of those earlier occurrences, and breaks it when it "
             f"equals none; every other token is 'rest'")
-    z["seconds"] = time.monotonic() - t0
     return z, judged, tok, runs
 
 
-def write(d, z, judged, tok, runs):
+def write(d, z, judged, tok, runs, t0):
     import zoo_figures
     import zoo_markdown
     figs = zoo_figures.draw_all(d, z, tok, runs)
+    z["figures"] = figs
+    z["seconds"] = time.monotonic() - t0
     md = zoo_markdown.markdown(z, judged, d, figs)
     write_atomic(os.path.join(d, "zoo.json"), dump(z))
     write_atomic(os.path.join(d, "zoo.md"), md)
-    return md
+    return md, figs
 
 
 def main(argv):
@@ -343,13 +368,14 @@ def main(argv):
         print(f"zoo_report.py: {a.dir} is not a directory", file=sys.stderr)
         return 1
     induct = find_induct(a.build)
+    t0 = time.monotonic()
     try:
         z, judged, tok, runs = build(a.dir, groups, induct, a)
-        md = write(a.dir, z, judged, tok, runs)
+        md, figs = write(a.dir, z, judged, tok, runs, t0)
     except Incomplete as e:
         print(f"zoo_report.py: {e}", file=sys.stderr)
         return 1
-    print("\n" + md + f"\nwritten: {a.dir}/zoo.json, zoo.md, " + ", ".join(FIGURES))
+    print("\n" + md + f"\nwritten: {a.dir}/zoo.json, zoo.md, " + ", ".join(figs))
     return 0
 
 
