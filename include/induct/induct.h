@@ -2765,6 +2765,100 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
                                                 double *mean_loss_out);
 
 /**
+ * @brief Forward and backward with caller hooks, and gradient hooks that see (and may
+ * overwrite) the gradient of the loss at hook points during the backward pass, as
+ * TransformerLens's backward hooks do.
+ *
+ * The forward pass and its `hooks` are those of induct_model_backward_with_hooks(), and so
+ * are the gradients it leaves in the model's gradient buffer, except for what the gradient
+ * hooks change. Each gradient hook is an ::induct_hook whose function is called during the
+ * backward pass with `activation` = the gradient of the mean per-token loss (nats, the
+ * mean over batch × (seq_len − 1) positions, as `mean_loss_out`) with respect to the
+ * activation at its point, in that activation's shape (the table above; `shape[0]` =
+ * batch), that is nats per unit of activation. The activation is the one the rest of the
+ * forward pass used: what the forward hooks at the point left. The points are visited in
+ * the reverse of the forward pass's order: `ln_final.hook_normalized`, then for each
+ * layer l from the last to the first `hook_resid_post`, `mlp.hook_post`, `mlp.hook_pre`,
+ * `ln2.hook_normalized`, `hook_resid_mid`, `hook_attn_out`, `attn.hook_result`,
+ * `attn.hook_z`, `attn.hook_pattern`, `attn.hook_attn_scores`, `attn.hook_k_smeared`,
+ * `attn.hook_v`, `attn.hook_k`, `attn.hook_q`, `ln1.hook_normalized`, `hook_resid_pre`,
+ * then `hook_pos_embed` and `hook_embed` (the points the model has); gradient hooks at the
+ * same point run in list order, each seeing what the one before left.
+ *
+ * What the hooks leave in the buffer is what flows on: into the gradients of the
+ * parameters before the point and of every earlier point (writing zeros at a point stops
+ * the gradient through it). Parameters after the point keep the gradients of the
+ * unchanged pass: at a LayerNorm's `hook_normalized` the gain and bias (the input's
+ * gradient is the LayerNorm's backward of what the hooks left), at `attn.hook_result`
+ * b_O (which gets `hook_attn_out`'s gradient). `hook_attn_out` has its own gradient
+ * buffer: the residual stream around the attention (resid_mid = resid_pre + attn_out)
+ * passes d resid_mid on to resid_pre as it is, and what the hooks leave goes to b_O, W_O
+ * and z; in the same way `hook_pos_embed` and `hook_embed` each get a copy of layer 0's d
+ * resid_pre, and what they leave goes to W_pos and W_E. `blocks.{l}.hook_resid_post` and
+ * `blocks.{l+1}.hook_resid_pre` are one tensor: the hooks at the latter run first, the
+ * former's see what they left. Above the diagonal (key > query) of `hook_pattern` and
+ * `hook_attn_scores` the gradient is 0 (the pass ignores those entries, see the table's
+ * notes) and what a hook writes there is ignored. Entries a forward hook changed are
+ * constants of the backward pass (induct_model_backward_with_hooks()): the gradient hook
+ * at that point sees the loss's gradient with respect to them, and nothing flows past them
+ * to what they replaced.
+ *
+ * Gradient hooks that only read (or write back what they read) leave the loss and every
+ * parameter gradient bit-identical to induct_model_backward_with_hooks() with the same
+ * `hooks`, except that a gradient hook at `hook_embed`, `hook_pos_embed` or
+ * `blocks.0.hook_resid_pre` of a model without LayerNorm turns off the folding of layer 0
+ * into the embeddings (other roundings). After a change at `hook_pattern` or
+ * `hook_attn_scores` the layer's query, key and value gradients are computed in plain
+ * loops with double sums instead of the fused kernel (other roundings).
+ *
+ * This is one pass over the whole batch: `shape[0]` is `batch` and
+ * induct_model_hook_batch_index() reports the first sequence as 0. (The gradient shards of
+ * the training steps, ::INDUCT_OPT_GRAD_SHARDS, do not apply here: a pass split into
+ * shards would call each gradient hook once per shard, on that shard's sequences, with
+ * its part of the whole batch's mean.)
+ *
+ * Uses: attribution patching, the first-order estimate of activation patching from one
+ * forward and one backward pass (Syed, Rager and Conmy 2023, "Attribution Patching
+ * Outperforms Automated Circuit Discovery", section 2), gradient-based saliency at hook
+ * points, stopping the gradient through a path.
+ *
+ * @param model The model (its workspace and gradient buffer are written; the weights are
+ *        only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` forward hooks (may be NULL when `n_hooks` is 0); read during the
+ *        call only.
+ * @param n_hooks At most 4096.
+ * @param grad_hooks `n_grad_hooks` gradient hooks (may be NULL when `n_grad_hooks` is 0):
+ *        a point name from the table and a function, called with the gradient (valid
+ *        during the call only; may be changed in place); read during the call only.
+ * @param n_grad_hooks At most 4096 (0: induct_model_backward_with_hooks()).
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return as induct_model_backward_with_hooks(); ::INDUCT_EINVAL also for a gradient hook
+ *         without a function, an unknown point name or NULL `grad_hooks` with
+ *         `n_grad_hooks` > 0; ::INDUCT_ERANGE (a point this model does not have);
+ *         ::INDUCT_ELIMIT (more than 4096 gradient hooks; the gradient hooks' scratch
+ *         above 2^36 floats or over the model's memory limit: [batch, seq_len, d_model]
+ *         for hooks at a `hook_normalized` or `hook_attn_out`, two of them and two more of
+ *         backward scratch for `hook_embed`, `hook_pos_embed`, `hook_attn_out` or
+ *         `hook_result`, [batch, seq_len, n_heads, d_model] for `hook_result`,
+ *         [batch, n_heads, seq_len, seq_len] for `hook_pattern` or `hook_attn_scores`);
+ *         ::INDUCT_ENOMEM (those, or the temporary copy of a point's gradient that tells
+ *         whether its hooks changed it); ::INDUCT_EINTERRUPTED (a gradient hook returned
+ *         nonzero: the backward pass stops there, the gradient buffer's contents are
+ *         unspecified and `mean_loss_out` is not written). Names and lists are checked
+ *         before the pass.
+ * @since 0.2 Uses the model's workspace and gradient buffer: one thread per model; every
+ *        hook runs on the calling thread.
+ */
+INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *model, const int32_t *tokens,
+                                                     uint32_t batch, uint32_t seq_len,
+                                                     const induct_hook *hooks, size_t n_hooks,
+                                                     const induct_hook *grad_hooks,
+                                                     size_t n_grad_hooks, double *mean_loss_out);
+
+/**
  * @brief One forward pass that copies the activations at `n` named points into caller
  * buffers (a cache, as TransformerLens's run_with_cache).
  *

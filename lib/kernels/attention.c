@@ -209,3 +209,80 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
         }
     }
 }
+
+/* ---- the backward in parts (gradient hooks at the pattern and the scores) ---------- */
+
+void induct__attn_grad_pattern(float *dA, const float *dz, const float *v, size_t ld, size_t B,
+                               size_t T, size_t H, size_t dh, int nt) {
+    PFOR
+    for (idx bh = 0; bh < (idx)(B * H); bh++) {
+        size_t b = (size_t)bh / H, h = (size_t)bh % H;
+        float *a = dA + (size_t)bh * T * T;
+        for (size_t p = 0; p < T; p++) {
+            const float *g = dz + (b * T + p) * ld + h * dh;
+            for (size_t k = 0; k <= p; k++) {
+                const float *vk = v + (b * T + k) * ld + h * dh;
+                double s = 0.0;
+                for (size_t j = 0; j < dh; j++) s += (double)g[j] * vk[j];
+                a[p * T + k] = (float)s;
+            }
+            for (size_t k = p + 1; k < T; k++) a[p * T + k] = 0.0f;
+        }
+    }
+}
+
+void induct__attn_grad_scores(float *dS, const float *dA, const float *att_j,
+                              const uint8_t *amask, size_t BH, size_t T, int nt) {
+    PFOR
+    for (idx r = 0; r < (idx)(BH * T); r++) {
+        size_t p = (size_t)r % T, o = (size_t)r * T;
+        const float *a = att_j + o, *g = dA + o;
+        const uint8_t *mk = amask ? amask + o : NULL;
+        double s = 0.0;
+        for (size_t k = 0; k <= p; k++)
+            if (!mk || !mk[k]) s += (double)a[k] * g[k];
+        float *d = dS + o;
+        for (size_t k = 0; k <= p; k++) {
+            double gk = mk && mk[k] ? 0.0 : (double)g[k];
+            d[k] = (float)(a[k] * (gk - s));
+        }
+        for (size_t k = p + 1; k < T; k++) d[k] = 0.0f;
+    }
+}
+
+void induct__attn_grad_qkv(float *dq, float *dk, float *dv, const float *dS,
+                           const uint8_t *smask, const float *att, const float *dz,
+                           const float *q, const float *k, size_t ld, size_t B, size_t T,
+                           size_t H, size_t dh, int nt) {
+    double scale = 1.0 / sqrt((double)dh);
+    PFOR
+    for (idx bh = 0; bh < (idx)(B * H); bh++) {
+        size_t b = (size_t)bh / H, h = (size_t)bh % H, o = (size_t)bh * T * T;
+#define ROW(x, t) ((x) + (b * T + (t)) * ld + h * dh)
+        for (size_t p = 0; p < T; p++) { /* dq[p] = scale sum_{k <= p} dS[p,k] k[k] */
+            float *out = ROW(dq, p);
+            for (size_t j = 0; j < dh; j++) {
+                double s = 0.0;
+                for (size_t t = 0; t <= p; t++) {
+                    size_t e = o + p * T + t;
+                    if (!smask || !smask[e]) s += (double)dS[e] * ROW(k, t)[j];
+                }
+                out[j] = (float)(s * scale);
+            }
+        }
+        for (size_t t = 0; t < T; t++) { /* dk[t], dv[t]: the queries p >= t */
+            float *ok = ROW(dk, t), *ov = ROW(dv, t);
+            for (size_t j = 0; j < dh; j++) {
+                double sk = 0.0, sv = 0.0;
+                for (size_t p = t; p < T; p++) {
+                    size_t e = o + p * T + t;
+                    if (!smask || !smask[e]) sk += (double)dS[e] * ROW(q, p)[j];
+                    sv += (double)att[e] * ROW(dz, p)[j];
+                }
+                ok[j] = (float)(sk * scale);
+                ov[j] = (float)sv;
+            }
+        }
+#undef ROW
+    }
+}

@@ -283,6 +283,40 @@ static const uint8_t *mask_of(const induct__pass *p, uint32_t point, uint32_t l)
     const induct__mask *e = written(p, point, l);
     return e ? e->mask : NULL;
 }
+/* Is a gradient hook at (point, layer)? */
+static int grad_hooked(const induct__pass *p, uint32_t point, uint32_t l) {
+    for (size_t i = 0; i < p->n_grad_hooks; i++)
+        if (p->grad_hooks[i].point == point && p->grad_hooks[i].layer == l) return 1;
+    return 0;
+}
+
+/* Run the gradient hooks at (point, layer), in list order, on g: the gradient of the
+ * loss with respect to that activation, in its shape. With `changed`, *changed tells
+ * whether they left any other bit than they found (the backward pass then follows what
+ * they left where it would otherwise take its fused or shared paths). */
+static int fire_grad(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                     float *g, int *changed) {
+    if (changed) *changed = 0;
+    if (!grad_hooked(p, point, l)) return INDUCT_OK;
+    float *before = NULL;
+    size_t n = 1;
+    if (changed) {
+        uint32_t shape[4], nd = induct__hook_shape(m, point, p->B, p->T, shape);
+        for (uint32_t i = 0; i < nd; i++) n *= shape[i]; /* <= a workspace or scratch buffer */
+        before = malloc(n * sizeof *before);
+        INDUCT_FAIL_IF(!before, INDUCT_ENOMEM, "out of memory comparing a gradient hook's writes");
+        memcpy(before, g, n * sizeof *g);
+    }
+    int rc = INDUCT_OK;
+    for (size_t i = 0; i < p->n_grad_hooks && rc == INDUCT_OK; i++) {
+        const induct__hook *h = &p->grad_hooks[i];
+        if (h->point == point && h->layer == l) rc = h->fn(h->user, m, p, point, l, g);
+    }
+    if (rc == INDUCT_OK && changed) *changed = memcmp(before, g, n * sizeof *g) != 0;
+    free(before);
+    return rc;
+}
+
 #define FIRE(point, l, x)                                                                  \
     do {                                                                                   \
         if (any) INDUCT_TRY(fire(m, p, (point), (l), (x)));                                \
@@ -291,7 +325,11 @@ static const uint8_t *mask_of(const induct__pass *p, uint32_t point, uint32_t l)
 /* Layer 0 folded into the tables unless a hook may change what it reads. */
 static int use_fold(const induct_model *m, const induct__pass *p) {
     return induct__fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
-           !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
+           !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1) &&
+           /* a gradient hook there needs the whole d resid_pre of layer 0, which the
+            * folded backward does not form */
+           !grad_hooked(p, INDUCT__HP_EMBED, 0) && !grad_hooked(p, INDUCT__HP_POS_EMBED, 0) &&
+           !grad_hooked(p, INDUCT__HP_RESID_PRE, 0);
 }
 
 /* Does pass p compute layer l only at its rows p->rows (the query, pattern rows, z,
@@ -747,38 +785,103 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 }
 #undef FIRE
 
-/* ---- backward through writing hooks ------------------------------------------------ */
+/* ---- backward through writing hooks and gradient hooks ------------------------------- */
 
 /* A LayerNorm's backward (see induct__layernorm_backward_hooked) at its hook_normalized
- * (point, l): the plain backward unless a writing hook changed the normalised values. */
-static void ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
-                        float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *mean, const float *rstd, const float *w) {
+ * (point, l): the plain backward unless a writing hook changed the normalised values.
+ * Gradient hooks there get d(normalized) = dout * w (the gain's share; gs holds it) and
+ * the input's gradient follows what they leave, the gain's and the bias's being those
+ * of dout (they come after the point). */
+static int ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                       float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                       const float *mean, const float *rstd, const float *w, float *gs) {
     const induct__mask *e = written(p, point, l);
-    induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w,
-                                      e ? e->value : NULL, e ? e->mask : NULL,
-                                      (size_t)p->B * p->T, m->cfg.d_model, induct__nt(m));
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
+    int nt = induct__nt(m), changed = 0;
+    if (grad_hooked(p, point, l)) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < D; i++) gs[n * D + i] = dout[n * D + i] * w[i];
+        INDUCT_TRY(fire_grad(m, p, point, l, gs, &changed));
+    }
+    if (!changed) {
+        induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w,
+                                          e ? e->value : NULL, e ? e->mask : NULL, N, D, nt);
+        return INDUCT_OK;
+    }
+    induct__layernorm_backward_hooked(NULL, dw, db, dout, inp, mean, rstd, w,
+                                      e ? e->value : NULL, NULL, N, D, nt);
+    induct__layernorm_backward_normalized(dinp, gs, inp, mean, rstd, e ? e->mask : NULL, N, D,
+                                          nt);
+    return INDUCT_OK;
 }
 
-/* Floats of backward scratch for what writing hooks changed at the points the workspace
- * has no gradient buffer for (the embeddings, hook_result, hook_attn_out): two [N, D]. */
+/* Floats of backward scratch for what writing hooks changed, or gradient hooks may
+ * change, at the points the workspace has no gradient buffer for (the embeddings,
+ * hook_result, hook_attn_out): two [N, D]. */
 static size_t backward_scratch(const induct_model *m, const induct__pass *p) {
+    size_t two = 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
     for (size_t k = 0; p->masks && k < p->masks->n; k++) {
         uint32_t pt = p->masks->e[k].point;
         if (p->masks->e[k].n_set && (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED ||
                                      pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT))
-            return 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
+            return two;
+    }
+    for (size_t k = 0; k < p->n_grad_hooks; k++) {
+        uint32_t pt = p->grad_hooks[k].point;
+        if (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED || pt == INDUCT__HP_RESULT ||
+            pt == INDUCT__HP_ATTN_OUT)
+            return two;
     }
     return 0;
+}
+
+/* The gradient hooks' scratch: the gradients the backward pass does not otherwise hold,
+ * in three regions: `a` [N, D] (a LayerNorm's d(normalized), d attn_out; two of them for
+ * d hook_embed and d hook_pos_embed), `r` [N, H, D] (d hook_result), `s` [B, H, T, T]
+ * (d hook_pattern, then d hook_attn_scores). Offsets in floats; total SIZE_MAX on
+ * overflow. */
+typedef struct grad_scratch {
+    size_t a, r, s, total;
+} grad_scratch;
+
+static grad_scratch grad_scratch_of(const induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, ND = N * c->d_model, na = 0, nr = 0, ns = 0;
+    for (size_t k = 0; k < p->n_grad_hooks; k++) {
+        switch (p->grad_hooks[k].point) {
+        case INDUCT__HP_EMBED:
+        case INDUCT__HP_POS_EMBED: na = 2 * ND; break;
+        case INDUCT__HP_LN1:
+        case INDUCT__HP_LN2:
+        case INDUCT__HP_LNF:
+        case INDUCT__HP_ATTN_OUT:
+            if (na < ND) na = ND;
+            break;
+        case INDUCT__HP_RESULT: /* [N][H][D]: checked */
+            if (!induct__mul(ND, c->n_heads, &nr)) return (grad_scratch){0, 0, 0, SIZE_MAX};
+            break;
+        case INDUCT__HP_SCORES:
+        case INDUCT__HP_PATTERN: /* the size of a workspace pattern */
+            ns = (size_t)p->B * c->n_heads * p->T * p->T;
+            break;
+        default: break;
+        }
+    }
+    grad_scratch g = {0, na, na + nr, 0};
+    if (!induct__add(g.s, ns, &g.total)) g.total = SIZE_MAX;
+    return g;
 }
 
 /* Layer l's attention output, resid_mid = resid_pre + attn_out with attn_out = Σ_h
  * result_h + b_O and result_h = z_h W_O[h]: the gradients of b_O and W_O and dz
  * (overwritten) from dres = d resid_mid. Entries of hook_attn_out and hook_result that
  * a writing hook changed pass no gradient back (dres itself still flows on to
- * resid_pre). bs: backward_scratch floats when a hook changed either (else unused). */
-static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
-                              const float *dres, float *dz, float *bs) {
+ * resid_pre). Gradient hooks at hook_attn_out get a copy of dres (in ga) and at
+ * hook_result d attn_out for each head (in gr); what they leave flows to b_O (from
+ * hook_attn_out only), W_O and z. bs: backward_scratch floats when a hook changed either
+ * or a gradient hook sits at either (else unused). */
+static int attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
+                             const float *dres, float *dz, float *bs, float *ga, float *gr) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
@@ -786,61 +889,150 @@ static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l
     size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     const uint8_t *mo = mask_of(p, INDUCT__HP_ATTN_OUT, l), *mr = mask_of(p, INDUCT__HP_RESULT, l);
     const float *dout = dres; /* d attn_out */
+    int changed = 0;
+    if (grad_hooked(p, INDUCT__HP_ATTN_OUT, l)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_ATTN_OUT, l, ga, &changed));
+        if (changed) dout = ga;
+    }
     if (mo) {
         float *g = bs;
-        for (size_t i = 0; i < N * D; i++) g[i] = mo[i] ? 0.0f : dres[i];
+        for (size_t i = 0; i < N * D; i++) g[i] = mo[i] ? 0.0f : dout[i];
         dout = g;
     }
     induct__colsum(G(o->b_O), dout, N, D, D, nt);
-    if (!mr) {
+    int r_changed = 0;
+    if (grad_hooked(p, INDUCT__HP_RESULT, l)) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t h = 0; h < H; h++) memcpy(gr + (n * H + h) * D, dout + n * D, D * sizeof *gr);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_RESULT, l, gr, &r_changed));
+    }
+    if (!mr && !r_changed) {
         induct__gemm_args in = {0, 1, N, HD, D, 1.0f, dout, D, P(o->W_O), D, 0.0f, dz, HD};
         induct__gemm_args w = {1, 0, HD, D, N, 1.0f, W(a->z), HD, dout, D, 1.0f, G(o->W_O), D};
         induct__gemm2(nt, &in, &w);
-        return;
+        return INDUCT_OK;
     }
     float *dr = bs + N * D; /* d result_h, [N, D] per head */
     for (size_t h = 0; h < H; h++) {
         for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++)
-                dr[n * D + i] = mr[(n * H + h) * D + i] ? 0.0f : dout[n * D + i];
+            for (size_t i = 0; i < D; i++) {
+                size_t e = (n * H + h) * D + i;
+                dr[n * D + i] = mr && mr[e] ? 0.0f : r_changed ? gr[e] : dout[n * D + i];
+            }
         induct__gemm(nt, 0, 1, N, dh, D, 1.0f, dr, D, P(o->W_O) + h * dh * D, D, 0.0f, dz + h * dh,
                      HD);
         induct__gemm(nt, 1, 0, dh, D, N, 1.0f, W(a->z) + h * dh, HD, dr, D, 1.0f,
                      G(o->W_O) + h * dh * D, D);
     }
+    return INDUCT_OK;
+}
+
+/* Layer l's attention: dq, dk, dv (overwritten) from dz. With gradient hooks at
+ * hook_pattern or hook_attn_scores the gradients there are formed in gs ([B, H, T, T])
+ * and shown to them; if they change a bit, dq, dk and dv are computed from what they
+ * left (induct__attn_grad_*), else by the fused kernel as without them (the same bits).
+ * *s_changed: the gradient at the scores was changed (b_K then has a gradient). */
+static int attn_backward(induct_model *m, const induct__pass *p, uint32_t l, float *dq, float *dk,
+                         float *dv, const float *dz, float *gs, int *s_changed) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_act *a = &m->A[l];
+    int nt = induct__nt(m);
+    size_t B = p->B, T = p->T, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    const induct__mask *pm = written(p, INDUCT__HP_PATTERN, l);
+    const uint8_t *amask = pm ? pm->mask : NULL, *smask = mask_of(p, INDUCT__HP_SCORES, l);
+    const float *att_j = pm ? pm->value : W(a->att); /* the softmax's Jacobian's pattern */
+    int hp = grad_hooked(p, INDUCT__HP_PATTERN, l), hs = grad_hooked(p, INDUCT__HP_SCORES, l);
+    int p_changed = 0;
+    *s_changed = 0;
+    if (hp || hs) {
+        induct__attn_grad_pattern(gs, dz, W(a->v), HD, B, T, H, dh, nt);
+        if (hp) INDUCT_TRY(fire_grad(m, p, INDUCT__HP_PATTERN, l, gs, &p_changed));
+        if (hs) {
+            induct__attn_grad_scores(gs, gs, att_j, amask, B * H, T, nt);
+            INDUCT_TRY(fire_grad(m, p, INDUCT__HP_SCORES, l, gs, s_changed));
+        }
+        if (p_changed || *s_changed) {
+            if (!hs) induct__attn_grad_scores(gs, gs, att_j, amask, B * H, T, nt);
+            induct__attn_grad_qkv(dq, dk, dv, gs, smask, W(a->att), dz, W(a->q), W(a->k), HD, B,
+                                  T, H, dh, nt);
+            return INDUCT_OK;
+        }
+    }
+    induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                 W(a->att), amask, pm ? pm->value : NULL, smask, B, T, H, dh,
+                                 W(m->g_att), nt);
+    return INDUCT_OK;
 }
 
 /* resid_pre of layer 0 = hook_embed + hook_pos_embed: the embedding gradients from
- * dres, without the entries a writing hook changed at either point. */
-static void embed_backward_hooked(induct_model *m, const induct__pass *p, const float *dres,
-                                  float *bs) {
+ * dres, without the entries a writing hook changed at either point. Gradient hooks at
+ * hook_pos_embed, then hook_embed, get copies of dres (in ga: two [N, D]); what they
+ * leave goes to W_pos, W_E. bs: [N, D] when a writing hook changed either point or a
+ * gradient hook sits at either (else NULL: the plain backward). */
+static int embed_backward(induct_model *m, const induct__pass *p, const float *dres, float *bs,
+                          float *ga) {
     const induct_model_config *c = &m->cfg;
     size_t N = (size_t)p->B * p->T, D = c->d_model;
+    int nt = induct__nt(m), standard = c->positional == INDUCT_POS_STANDARD;
+    const float *de = dres, *dp = dres;
+    int changed = 0;
+    if (standard && grad_hooked(p, INDUCT__HP_POS_EMBED, 0)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_POS_EMBED, 0, ga, &changed));
+        if (changed) dp = ga;
+    }
+    if (grad_hooked(p, INDUCT__HP_EMBED, 0)) {
+        memcpy(ga + N * D, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_EMBED, 0, ga + N * D, &changed));
+        if (changed) de = ga + N * D;
+    }
     const uint8_t *me = mask_of(p, INDUCT__HP_EMBED, 0), *mp = mask_of(p, INDUCT__HP_POS_EMBED, 0);
-    for (size_t i = 0; i < N * D; i++) bs[i] = me && me[i] ? 0.0f : dres[i];
-    induct__embed_backward_par(G(m->W_E), NULL, bs, p->tokens, p->B, p->T, D, induct__nt(m));
-    if (c->positional != INDUCT_POS_STANDARD) return;
-    for (size_t i = 0; i < N * D; i++) bs[i] = mp && mp[i] ? 0.0f : dres[i];
+    if (!bs || (!me && !mp && de == dres && dp == dres)) {
+        induct__embed_backward_par(G(m->W_E), standard ? G(m->W_pos) : NULL, dres, p->tokens,
+                                   p->B, p->T, D, nt);
+        return INDUCT_OK;
+    }
+    for (size_t i = 0; i < N * D; i++) bs[i] = me && me[i] ? 0.0f : de[i];
+    induct__embed_backward_par(G(m->W_E), NULL, bs, p->tokens, p->B, p->T, D, nt);
+    if (!standard) return INDUCT_OK;
+    for (size_t i = 0; i < N * D; i++) bs[i] = mp && mp[i] ? 0.0f : dp[i];
     induct__pos_backward(G(m->W_pos), bs, p->B, p->T, D);
+    return INDUCT_OK;
 }
 
-static int backward_pass(induct_model *m, const induct__pass *p, float *bs);
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs, float *gs,
+                         grad_scratch gl);
 
 int induct__backward(induct_model *m, const induct__pass *p) {
     size_t nb = backward_scratch(m, p);
-    if (!nb) return backward_pass(m, p, NULL);
-    uint64_t bytes = (uint64_t)nb * sizeof(float);
-    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the backward scratch of writing hooks"));
-    float *bs = malloc(nb * sizeof *bs);
-    INDUCT_FAIL_IF(!bs, INDUCT_ENOMEM, "out of memory: %zu floats of backward scratch", nb);
+    grad_scratch gl = grad_scratch_of(m, p);
+    INDUCT_FAIL_IF(gl.total > INDUCT__WS_FLOATS_MAX || nb > INDUCT__WS_FLOATS_MAX - gl.total,
+                   INDUCT_ELIMIT,
+                   "the gradient hooks' scratch for batch %u x seq_len %u is above 2^36 floats",
+                   p->B, p->T);
+    size_t n = nb + gl.total;
+    if (!n) return backward_pass(m, p, NULL, NULL, gl);
+    uint64_t bytes = (uint64_t)n * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the backward scratch of hooks"));
+    float *bs = malloc(n * sizeof *bs);
+    INDUCT_FAIL_IF(!bs, INDUCT_ENOMEM, "out of memory: %zu floats of backward scratch", n);
     induct__model_held(m, bytes, 0);
-    int rc = backward_pass(m, p, bs);
+    int rc = backward_pass(m, p, nb ? bs : NULL, gl.total ? bs + nb : NULL, gl);
     free(bs);
     induct__model_held(m, 0, bytes);
     return rc;
 }
 
-static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
+/* The gradient hooks at (point, layer) on g, the backward's own buffer of that gradient
+ * (what they leave flows on as it is). */
+#define GRAD(point, l, g)                                                                  \
+    do {                                                                                   \
+        if (p->n_grad_hooks) INDUCT_TRY(fire_grad(m, p, (point), (l), (g), NULL));         \
+    } while (0)
+
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs, float *gs,
+                         grad_scratch gl) {
     const int32_t *tokens = p->tokens;
     uint32_t B = p->B, T = p->T;
     int fold = use_fold(m, p);
@@ -848,6 +1040,7 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
+    float *ga = gs ? gs + gl.a : NULL, *gr = gs ? gs + gl.r : NULL, *gsc = gs ? gs + gl.s : NULL;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
     /* unembed: logits = lnf W_U + b_U; the forward left d(lnf) (unembed_dinp) and the
@@ -855,45 +1048,53 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
-        ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,
-                    W(m->a_resid_final), W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w));
+        INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,
+                               W(m->a_resid_final), W(m->a_lnf_mean), W(m->a_lnf_rstd),
+                               P(m->lnf_w), ga));
     }
     /* dres now holds d(resid_post of the last layer) */
     for (uint32_t li = c->n_layers; li-- > 0;) {
         const induct__layer_off *o = &m->L[li];
         const induct__layer_act *a = &m->A[li];
+        GRAD(INDUCT__HP_RESID_POST, li, dres);
         mask_grad(p, INDUCT__HP_RESID_POST, li, dres);
         if (M) {
             /* resid_post = resid_mid + W_out(gelu(W_in LN2(resid_mid))) */
             float *dpost = W(m->g_mlp), *dpre = W(m->g_mlp2);
             linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
                                 P(o->W_out), N, M, D);
+            GRAD(INDUCT__HP_MLP_POST, li, dpost);
             mask_grad(p, INDUCT__HP_MLP_POST, li, dpost);
             induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);
+            GRAD(INDUCT__HP_MLP_PRE, li, dpre);
             mask_grad(p, INDUCT__HP_MLP_PRE, li, dpre);
             linear_backward_new(m, dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
                                 M);
             if (c->layer_norm)
-                ln_backward(m, p, INDUCT__HP_LN2, li, dres, G(o->ln2_w), G(o->ln2_b), dh_,
-                            W(a->resid_mid), W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w));
+                INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LN2, li, dres, G(o->ln2_w), G(o->ln2_b),
+                                       dh_, W(a->resid_mid), W(a->ln2_mean), W(a->ln2_rstd),
+                                       P(o->ln2_w), ga));
             else
                 induct__add_inplace(dres, dh_, N * D, nt);
+            GRAD(INDUCT__HP_RESID_MID, li, dres);
             mask_grad(p, INDUCT__HP_RESID_MID, li, dres);
         }
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
-        attn_out_backward(m, p, li, dres, dz, bs);
+        INDUCT_TRY(attn_out_backward(m, p, li, dres, dz, bs, ga, gr));
+        GRAD(INDUCT__HP_Z, li, dz);
         mask_grad(p, INDUCT__HP_Z, li, dz);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
-        const induct__mask *pm = written(p, INDUCT__HP_PATTERN, li);
-        induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                     W(a->att), pm ? pm->mask : NULL, pm ? pm->value : NULL,
-                                     mask_of(p, INDUCT__HP_SCORES, li), B, T, H, dh,
-                                     W(m->g_att), nt);
-        mask_grad(p, INDUCT__HP_Q, li, dq);
+        int k_changed = 0, changed = 0; /* whether gradient hooks changed d scores, d k */
+        INDUCT_TRY(attn_backward(m, p, li, dq, dk, dv, dz, gsc, &k_changed));
+        if (c->smeared_keys) {
+            INDUCT_TRY(fire_grad(m, p, INDUCT__HP_K_SMEARED, li, dk, &changed));
+            k_changed |= changed;
+            mask_grad(p, INDUCT__HP_K_SMEARED, li, dk);
+        }
+        GRAD(INDUCT__HP_V, li, dv);
         mask_grad(p, INDUCT__HP_V, li, dv);
         if (c->smeared_keys) {
-            mask_grad(p, INDUCT__HP_K_SMEARED, li, dk);
             /* dk is d(smeared k); turn it into d(k_raw), reusing g_z (dz no longer needed) */
             float *dkr = W(m->g_z), *dal = W(m->g_alpha);
             induct__smear_backward(dkr, dal, dk, W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
@@ -904,12 +1105,18 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
                 G(o->alpha)[h] += (float)s;
             }
         }
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_K, li, dk, &changed));
+        k_changed |= changed;
         mask_grad(p, INDUCT__HP_K, li, dk);
+        GRAD(INDUCT__HP_Q, li, dq);
+        mask_grad(p, INDUCT__HP_Q, li, dq);
         /* b_K adds q·b_K to every score of a query, which the softmax ignores: its
          * gradient is exactly 0 and stays the 0 the buffer was cleared to (summing dk
          * would give rounding noise, which Adam's normalisation turns into updates),
-         * unless a hook set some scores (then the shift changes the pattern) */
-        if (mask_of(p, INDUCT__HP_SCORES, li)) induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
+         * unless a hook set some scores (then the shift changes the pattern) or a
+         * gradient hook changed the gradient at the scores or the keys */
+        if (mask_of(p, INDUCT__HP_SCORES, li) || k_changed)
+            induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         if (li == 0 && fold) {
             /* the projections' share of d resid_pre goes straight to W_E and W_pos */
             fold_backward(m, tokens, B, T, dq, dk, dv);
@@ -936,15 +1143,12 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
         }
         /* with LN: dh_ = d(LN1 output); dres += through LN1 */
         if (c->layer_norm)
-            ln_backward(m, p, INDUCT__HP_LN1, li, dres, G(o->ln1_w), G(o->ln1_b), dh_,
-                        W(a->resid_pre), W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w));
+            INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LN1, li, dres, G(o->ln1_w), G(o->ln1_b), dh_,
+                                   W(a->resid_pre), W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w),
+                                   ga));
+        GRAD(INDUCT__HP_RESID_PRE, li, dres);
         mask_grad(p, INDUCT__HP_RESID_PRE, li, dres);
     }
-    if (bs)
-        embed_backward_hooked(m, p, dres, bs);
-    else
-        induct__embed_backward_par(G(m->W_E),
-                                   c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL,
-                                   dres, tokens, B, T, D, nt);
-    return INDUCT_OK;
+    return embed_backward(m, p, dres, bs, ga);
 }
+#undef GRAD
