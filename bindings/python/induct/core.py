@@ -297,10 +297,11 @@ class Model(_Handle, ModelLens, ModelAnalysis, ModelCache, ModelHooks):
     def backward(self, tokens):
         """Forward + backward on tokens; gradients are read with get(name, grad=True).
         Inside `with model.hooks(...)` writing hooks are constant overwrites for the
-        gradients (see induct.hooks)."""
+        gradients, and backward hooks get the gradients at their points (see
+        induct.hooks)."""
         toks, B, T = _arrays.tokens_in(tokens)
         mean = Out("double")
-        if getattr(self, "_fwd_hooks", None):  # inside `with model.hooks(...)`
+        if getattr(self, "_fwd_hooks", None) or getattr(self, "_bwd_hooks", None):
             self._backward_hooked(toks, B, T, mean)
         else:
             call("induct_model_backward", self, toks, B, T, mean)
@@ -697,7 +698,7 @@ class Optimizer(_Handle):
         [batch, seq_len]; returns the mean loss before the update (nats). Inside
         `with model.hooks(...)` the hooks run in the step (see induct.hooks)."""
         loss = Out("double")
-        if getattr(self.model, "_fwd_hooks", None):
+        if getattr(self.model, "_fwd_hooks", None) or getattr(self.model, "_bwd_hooks", None):
             if isinstance(data, Dataset) and (batch is None or seq_len is None):
                 raise TypeError("train_step(dataset, batch, seq_len)")
             train_step_hooked(self, self.model, data, batch, seq_len, loss,
