@@ -20,8 +20,8 @@ static const variant VARIANTS[] = {
     /* embed, pos_embed; per layer resid_pre q k v scores pattern z result attn_out
      * resid_post */
     {"attn-only", 0, 0, 0, INDUCT_POS_STANDARD, 2 + 2 * 10},
-    /* + ln1, resid_mid, ln2, mlp pre/post per layer; ln_final */
-    {"mlp+ln", 16, 1, 0, INDUCT_POS_STANDARD, 2 + 2 * 15 + 1},
+    /* + ln1, resid_mid, ln2, mlp pre/post, mlp_out per layer; ln_final */
+    {"mlp+ln", 16, 1, 0, INDUCT_POS_STANDARD, 2 + 2 * 16 + 1},
     /* no hook_pos_embed; + k_smeared per layer */
     {"smeared shortformer", 0, 0, 1, INDUCT_POS_SHORTFORMER, 1 + 2 * 11},
 };
@@ -457,6 +457,9 @@ static const grad_case GRAD_CASES[] = {
     {1, {"blocks.0.hook_attn_out", NULL}, 0},
     {1, {"blocks.1.hook_attn_out", NULL}, 0},
     {1, {"blocks.0.attn.hook_result", "blocks.0.hook_attn_out"}, 0},
+    {1, {"blocks.0.hook_mlp_out", NULL}, 0},
+    {1, {"blocks.1.hook_mlp_out", NULL}, 0},
+    {1, {"blocks.0.mlp.hook_post", "blocks.0.hook_mlp_out"}, 0},
     {1, {"hook_embed", "blocks.0.ln1.hook_normalized"}, 0},
     /* some entries of each pattern row: the softmax's Jacobian is that of the scores'
      * pattern, not of the one the hook left */

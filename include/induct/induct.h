@@ -2600,6 +2600,7 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * | `blocks.{l}.hook_resid_mid`        | [B, T, D]      | MLP models                 |
  * | `blocks.{l}.ln2.hook_normalized`   | [B, T, D]      | MLP models with LayerNorm  |
  * | `blocks.{l}.mlp.hook_pre`, `hook_post` | [B, T, M]  | MLP models                 |
+ * | `blocks.{l}.hook_mlp_out`          | [B, T, D]      | MLP models, computed when hooked |
  * | `blocks.{l}.hook_resid_post`       | [B, T, D]      | always                     |
  * | `ln_final.hook_normalized`         | [B, T, D]      | LayerNorm models           |
  *
@@ -2612,7 +2613,8 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * diagonal of either are ignored: the softmax masks those scores and the pass sets
  * those pattern entries back to 0, so no query sees a later key); `hook_z` the
  * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
- * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
+ * `hook_attn_out` = Σ_h result + b_O; `hook_mlp_out` the MLP's output
+ * `hook_post W_out + b_out` (resid_post = resid_mid + mlp_out). `blocks.{l}.hook_resid_post` and
  * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
  * Shortformer models add W_pos to the query/key input only: they have no `hook_pos_embed`.
  *
@@ -2734,9 +2736,10 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  * `hook_attn_scores` the pattern is the softmax of the scores left, and q and k (and
  * b_K, which then has a gradient) get theirs through the unchanged scores only; at
  * `hook_pattern` the softmax's Jacobian is taken at the pattern the scores gave;
- * `hook_attn_out` passes its gradient on to `b_O`, `W_O` and z, and `hook_result` (per
- * head and element) to `W_O[h]` and z_h, only where unchanged (the residual stream
- * around them passes its gradient on as it is); `hook_embed` and
+ * `hook_attn_out` passes its gradient on to `b_O`, `W_O` and z, `hook_result` (per
+ * head and element) to `W_O[h]` and z_h, and `hook_mlp_out` to `b_out`, `W_out` and
+ * `hook_post`, only where unchanged (the residual stream around them passes its
+ * gradient on as it is); `hook_embed` and
  * `hook_pos_embed` pass d resid to `W_E` and `W_pos` only where unchanged. Writes above
  * the diagonal of the scores or pattern change nothing. A hook that writes back what
  * it read leaves the loss and every gradient bit-identical to induct_model_backward(),
@@ -2754,8 +2757,9 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  *         (heads ablated); ::INDUCT_ENOMEM or ::INDUCT_ELIMIT (the record of what the
  *         hooks changed: one byte per hooked element, and a copy of the values at a
  *         LayerNorm's `hook_normalized` or `hook_pattern` where a hook changed some;
- *         after writes at `hook_embed`, `hook_pos_embed`, `hook_result` or
- *         `hook_attn_out`, two [batch, seq_len, d_model] buffers of backward scratch,
+ *         after writes at `hook_embed`, `hook_pos_embed`, `hook_result`,
+ *         `hook_attn_out` or `hook_mlp_out`, two [batch, seq_len, d_model] buffers of
+ *         backward scratch,
  *         which count against the model's memory limit: ::INDUCT_ELIMIT).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
@@ -2778,7 +2782,7 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
  * batch), that is nats per unit of activation. The activation is the one the rest of the
  * forward pass used: what the forward hooks at the point left. The points are visited in
  * the reverse of the forward pass's order: `ln_final.hook_normalized`, then for each
- * layer l from the last to the first `hook_resid_post`, `mlp.hook_post`, `mlp.hook_pre`,
+ * layer l from the last to the first `hook_resid_post`, `hook_mlp_out`, `mlp.hook_post`, `mlp.hook_pre`,
  * `ln2.hook_normalized`, `hook_resid_mid`, `hook_attn_out`, `attn.hook_result`,
  * `attn.hook_z`, `attn.hook_pattern`, `attn.hook_attn_scores`, `attn.hook_k_smeared`,
  * `attn.hook_v`, `attn.hook_k`, `attn.hook_q`, `ln1.hook_normalized`, `hook_resid_pre`,
@@ -2793,7 +2797,7 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
  * b_O (which gets `hook_attn_out`'s gradient). `hook_attn_out` has its own gradient
  * buffer: the residual stream around the attention (resid_mid = resid_pre + attn_out)
  * passes d resid_mid on to resid_pre as it is, and what the hooks leave goes to b_O, W_O
- * and z; in the same way `hook_pos_embed` and `hook_embed` each get a copy of layer 0's d
+ * and z; so does `hook_mlp_out` (to b_out, W_out and `hook_post`); in the same way `hook_pos_embed` and `hook_embed` each get a copy of layer 0's d
  * resid_pre, and what they leave goes to W_pos and W_E. `blocks.{l}.hook_resid_post` and
  * `blocks.{l+1}.hook_resid_pre` are one tensor: the hooks at the latter run first, the
  * former's see what they left. Above the diagonal (key > query) of `hook_pattern` and
@@ -2840,9 +2844,9 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
  *         `n_grad_hooks` > 0; ::INDUCT_ERANGE (a point this model does not have);
  *         ::INDUCT_ELIMIT (more than 4096 gradient hooks; the gradient hooks' scratch
  *         above 2^36 floats or over the model's memory limit: [batch, seq_len, d_model]
- *         for hooks at a `hook_normalized` or `hook_attn_out`, two of them and two more of
- *         backward scratch for `hook_embed`, `hook_pos_embed`, `hook_attn_out` or
- *         `hook_result`, [batch, seq_len, n_heads, d_model] for `hook_result`,
+ *         for hooks at a `hook_normalized`, `hook_attn_out` or `hook_mlp_out`, two of them
+ *         and two more of backward scratch for `hook_embed`, `hook_pos_embed`,
+ *         `hook_attn_out`, `hook_mlp_out` or `hook_result`, [batch, seq_len, n_heads, d_model] for `hook_result`,
  *         [batch, n_heads, seq_len, seq_len] for `hook_pattern` or `hook_attn_scores`);
  *         ::INDUCT_ENOMEM (those, or the temporary copy of a point's gradient that tells
  *         whether its hooks changed it); ::INDUCT_EINTERRUPTED (a gradient hook returned

@@ -65,6 +65,7 @@ enum {
     INDUCT__HP_LN2,         /* blocks.l.ln2.hook_normalized */
     INDUCT__HP_MLP_PRE,     /* blocks.l.mlp.hook_pre [batch, pos, d_mlp] */
     INDUCT__HP_MLP_POST,    /* blocks.l.mlp.hook_post */
+    INDUCT__HP_MLP_OUT,     /* blocks.l.hook_mlp_out [batch, pos, d_model] */
     INDUCT__HP_RESID_POST,  /* blocks.l.hook_resid_post */
     INDUCT__HP_LNF,         /* ln_final.hook_normalized */
     INDUCT__HP_COUNT

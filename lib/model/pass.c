@@ -413,7 +413,8 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
             case INDUCT__HP_LN1:
             case INDUCT__HP_LN2:
             case INDUCT__HP_LNF:
-            case INDUCT__HP_ATTN_OUT: n = ND; break;
+            case INDUCT__HP_ATTN_OUT:
+            case INDUCT__HP_MLP_OUT: n = ND; break;
             case INDUCT__HP_RESULT: /* [N][H][D] and the output: SIZE_MAX on overflow */
                 if (!induct__mul(ND, (size_t)c->n_heads + 1, &n)) return SIZE_MAX;
                 break;
@@ -740,6 +741,20 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
             else
                 induct__gelu_forward_fast(post, pre, N * M, nt);
             FIRE(INDUCT__HP_MLP_POST, l, post);
+            if (any && hooked(p, INDUCT__HP_MLP_OUT, l, 0)) {
+                /* hook_mlp_out = mlp_post W_out + b_out, computed for its hooks; the
+                 * residual stream takes what they left, or (nothing changed) the plain
+                 * pass's fused sum below, the same bits */
+                float *mo = cache_or(m, p, INDUCT__HP_MLP_OUT, l, hs);
+                induct__gemm_bias(nt, N, D, M, post, M, P(o->W_out), D, mo, D, NULL, D,
+                                  P(o->b_out));
+                INDUCT_TRY(fire(m, p, INDUCT__HP_MLP_OUT, l, mo));
+                if (wrote(p, INDUCT__HP_MLP_OUT, l)) {
+                    for (size_t i = 0; i < N * D; i++) out_resid[i] = mid[i] + mo[i];
+                    FIRE(INDUCT__HP_RESID_POST, l, out_resid);
+                    continue;
+                }
+            }
             /* resid_post = resid_mid + b_out + mlp_post W_out */
             product_at(m, p, at_rows, D, M, post, P(o->W_out), out_resid, mid, P(o->b_out), hs);
         }
@@ -817,19 +832,20 @@ static int ln_backward(induct_model *m, const induct__pass *p, uint32_t point, u
 
 /* Floats of backward scratch for what writing hooks changed, or gradient hooks may
  * change, at the points the workspace has no gradient buffer for (the embeddings,
- * hook_result, hook_attn_out): two [N, D]. */
+ * hook_result, hook_attn_out, hook_mlp_out): two [N, D]. */
 static size_t backward_scratch(const induct_model *m, const induct__pass *p) {
     size_t two = 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
     for (size_t k = 0; p->masks && k < p->masks->n; k++) {
         uint32_t pt = p->masks->e[k].point;
         if (p->masks->e[k].n_set && (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED ||
-                                     pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT))
+                                     pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT ||
+                                     pt == INDUCT__HP_MLP_OUT))
             return two;
     }
     for (size_t k = 0; k < p->n_grad_hooks; k++) {
         uint32_t pt = p->grad_hooks[k].point;
         if (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED || pt == INDUCT__HP_RESULT ||
-            pt == INDUCT__HP_ATTN_OUT)
+            pt == INDUCT__HP_ATTN_OUT || pt == INDUCT__HP_MLP_OUT)
             return two;
     }
     return 0;
@@ -855,6 +871,7 @@ static grad_scratch grad_scratch_of(const induct_model *m, const induct__pass *p
         case INDUCT__HP_LN2:
         case INDUCT__HP_LNF:
         case INDUCT__HP_ATTN_OUT:
+        case INDUCT__HP_MLP_OUT:
             if (na < ND) na = ND;
             break;
         case INDUCT__HP_RESULT: /* [N][H][D]: checked */
@@ -867,8 +884,8 @@ static grad_scratch grad_scratch_of(const induct_model *m, const induct__pass *p
         default: break;
         }
     }
-    grad_scratch g = {0, na, na + nr, 0};
-    if (!induct__add(g.s, ns, &g.total)) g.total = SIZE_MAX;
+    grad_scratch g = {0, na, 0, 0};
+    if (!induct__add(na, nr, &g.s) || !induct__add(g.s, ns, &g.total)) g.total = SIZE_MAX;
     return g;
 }
 
@@ -1001,6 +1018,34 @@ static int embed_backward(induct_model *m, const induct__pass *p, const float *d
     return INDUCT_OK;
 }
 
+/* Layer l's MLP output, resid_post = resid_mid + mlp_out with mlp_out = mlp_post W_out
+ * + b_out: the gradients of W_out and b_out and dpost (overwritten) from dres = d
+ * resid_post. Entries of hook_mlp_out a writing hook changed pass no gradient back;
+ * gradient hooks there get a copy of dres (in ga) and what they leave goes to W_out,
+ * b_out and mlp_post (dres itself flows on to resid_mid). bs: [N, D] when either
+ * happens (backward_scratch). */
+static int mlp_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
+                            const float *dres, float *dpost, float *bs, float *ga) {
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model, M = m->cfg.d_mlp;
+    const float *dout = dres; /* d mlp_out */
+    int changed = 0;
+    if (grad_hooked(p, INDUCT__HP_MLP_OUT, l)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_MLP_OUT, l, ga, &changed));
+        if (changed) dout = ga;
+    }
+    const uint8_t *mk = mask_of(p, INDUCT__HP_MLP_OUT, l);
+    if (mk) {
+        for (size_t i = 0; i < N * D; i++) bs[i] = mk[i] ? 0.0f : dout[i];
+        dout = bs;
+    }
+    linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dout, W(a->mlp_post), P(o->W_out), N,
+                        M, D);
+    return INDUCT_OK;
+}
+
 static int backward_pass(induct_model *m, const induct__pass *p, float *bs, float *gs,
                          grad_scratch gl);
 
@@ -1061,8 +1106,7 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs, floa
         if (M) {
             /* resid_post = resid_mid + W_out(gelu(W_in LN2(resid_mid))) */
             float *dpost = W(m->g_mlp), *dpre = W(m->g_mlp2);
-            linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
-                                P(o->W_out), N, M, D);
+            INDUCT_TRY(mlp_out_backward(m, p, li, dres, dpost, bs, ga));
             GRAD(INDUCT__HP_MLP_POST, li, dpost);
             mask_grad(p, INDUCT__HP_MLP_POST, li, dpost);
             induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);

@@ -92,9 +92,11 @@ def test_selection_errors_are_clear():
         m.cache_plan(toks, names="pattern", reduce=3)
 
 
-# every point but the attention's outputs, where any caller hook (a reduction too) makes
-# the pass rebuild the residual stream from them (test_reductions_at_the_attention_output)
-UPSTREAM = lambda n: not n.endswith((".attn.hook_result", ".hook_attn_out"))  # noqa: E731
+# every point but the attention's and the MLP's outputs, where any caller hook (a
+# reduction too) makes the pass rebuild the residual stream from them
+# (test_reductions_at_the_attention_output)
+UPSTREAM = lambda n: not n.endswith((".attn.hook_result", ".hook_attn_out",  # noqa: E731
+                                     ".hook_mlp_out"))
 
 
 def test_reductions_equal_the_full_cache_reduced_afterwards():
