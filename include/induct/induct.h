@@ -2620,8 +2620,14 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  *
  * A hook that writes changes what the rest of the pass computes from that point on.
  * With no hook installed the pass is the plain forward pass (same bits, same speed);
- * hooks on the scores or pattern, or that only read, leave every other activation
- * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
+ * hooks that only read, or write back what they read, leave every activation and the
+ * logits bit-identical (where what a hook leaves picks the pass's route, at
+ * `hook_embed`, `hook_pos_embed`, `blocks.0.hook_resid_pre`, `hook_result`,
+ * `hook_attn_out` and `hook_mlp_out`, the pass compares it with what it computed).
+ * A change at `hook_result`, `hook_attn_out` or `hook_mlp_out` rebuilds the residual
+ * stream from what the hooks left (other roundings than the plain pass's fused product);
+ * one at `hook_embed`, `hook_pos_embed` or `blocks.0.hook_resid_pre` of a model without
+ * LayerNorm turns off the folding of layer 0 into the embeddings (other roundings). Head ablations in force (induct_model_ablate_head()) are hooks too;
  * they run before the caller's at the same point. Hooks may also stay in training steps
  * (induct_train_step_with_hooks(), induct_model_backward_with_hooks()).
  *  @{ */
@@ -2706,8 +2712,10 @@ INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, 
  * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
  * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
  *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
- *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
- *         nonzero: the outputs are not written). Buffers are checked before the pass.
+ *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_ENOMEM (the hooks' scratch, or
+ *         the copy that tells whether the hooks at a point of the list above changed
+ *         it); ::INDUCT_EINTERRUPTED (a hook returned nonzero: the outputs are not
+ *         written). Buffers are checked before the pass.
  * @since 0.1 Uses the model's workspace: one thread per model; hooks run on the
  *        calling thread.
  */
@@ -2742,10 +2750,7 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  * gradient on as it is); `hook_embed` and
  * `hook_pos_embed` pass d resid to `W_E` and `W_pos` only where unchanged. Writes above
  * the diagonal of the scores or pattern change nothing. A hook that writes back what
- * it read leaves the loss and every gradient bit-identical to induct_model_backward(),
- * except that a write on `hook_embed`, `hook_pos_embed` or `blocks.0.hook_resid_pre` of
- * a model without LayerNorm turns off the folding of layer 0 into the embeddings
- * (other roundings, see docs/hooks.md).
+ * it read leaves the loss and every gradient bit-identical to induct_model_backward().
  * @param model The model.
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
  * @param batch Number of sequences, ≥ 1.

@@ -197,12 +197,30 @@ void induct__masks_free(induct__masks *ms) {
     memset(ms, 0, sizeof *ms);
 }
 
+/* The points where what the hooks leave picks the route of the rest of the pass: after
+ * a change at hook_result, hook_attn_out or hook_mlp_out the residual stream is rebuilt
+ * from what they left (else the fused product adds the output), after one at hook_embed,
+ * hook_pos_embed or blocks.0.hook_resid_pre layer 0 is not folded into the embedding
+ * tables. A pass without gradients records only these (induct__forward). */
+static int route_point(uint32_t point, uint32_t l) {
+    switch (point) {
+    case INDUCT__HP_EMBED:
+    case INDUCT__HP_POS_EMBED:
+    case INDUCT__HP_RESULT:
+    case INDUCT__HP_ATTN_OUT:
+    case INDUCT__HP_MLP_OUT: return 1;
+    case INDUCT__HP_RESID_PRE: return l == 0;
+    default: return 0;
+    }
+}
+
 /* Run the hooks at (point, layer) on x: the standing intervention's first, then the
- * caller's, each in list order. In a pass with gradients, record what writing hooks
- * changed and, where they changed something, the values the backward pass needs (see
- * induct__mask). */
+ * caller's, each in list order. In a pass with gradients (and at the route points of one
+ * without, see route_point), record what writing hooks changed and, where they changed
+ * something, the values the backward pass needs (see induct__mask). */
 static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
-    if (!p->grad || !hooked(p, point, l, 1)) return fire_hooks(m, p, point, l, x);
+    if (!p->masks || !hooked(p, point, l, 1) || (!p->grad && !route_point(point, l)))
+        return fire_hooks(m, p, point, l, x);
     induct__masks *ms = p->masks;
     uint32_t shape[4], nd = induct__hook_shape(m, point, p->B, p->T, shape);
     size_t n = 1;
@@ -263,11 +281,13 @@ static const induct__mask *written(const induct__pass *p, uint32_t point, uint32
 }
 
 /* Does the rest of the pass have to use what a hook at (point, layer) left, rather than
- * the plain pass's value? With gradients: only if it changed something (a hook that
- * writes back what it read changes no bit of the pass or its gradients); without: if
- * a hook there may write. */
+ * the plain pass's value? Where the pass records what the hooks changed (every point
+ * with gradients, the route points without): only if they changed something, so a hook
+ * that reads, or writes back what it read, changes no bit of the pass or its gradients;
+ * elsewhere: if a hook there may write. */
 static int wrote(const induct__pass *p, uint32_t point, uint32_t l) {
-    return p->grad ? written(p, point, l) != NULL : hooked(p, point, l, 1);
+    if (p->masks && (p->grad || route_point(point, l))) return written(p, point, l) != NULL;
+    return hooked(p, point, l, 1);
 }
 
 /* Zero the gradient entries that a writing hook at (point, layer) set (see fire). */
@@ -322,10 +342,11 @@ static int fire_grad(induct_model *m, const induct__pass *p, uint32_t point, uin
         if (any) INDUCT_TRY(fire(m, p, (point), (l), (x)));                                \
     } while (0)
 
-/* Layer 0 folded into the tables unless a hook may change what it reads. */
+/* Layer 0 folded into the tables unless a hook changed what it reads (known once the
+ * hooks at blocks.0.hook_resid_pre have run: the forward pass asks there). */
 static int use_fold(const induct_model *m, const induct__pass *p) {
-    return induct__fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
-           !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1) &&
+    return induct__fold_layer0(m, p->B, p->T) && !wrote(p, INDUCT__HP_EMBED, 0) &&
+           !wrote(p, INDUCT__HP_POS_EMBED, 0) && !wrote(p, INDUCT__HP_RESID_PRE, 0) &&
            /* a gradient hook there needs the whole d resid_pre of layer 0, which the
             * folded backward does not form */
            !grad_hooked(p, INDUCT__HP_EMBED, 0) && !grad_hooked(p, INDUCT__HP_POS_EMBED, 0) &&
@@ -535,6 +556,16 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, c
 
 static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss);
 
+/* Does a writing hook sit at a route point (route_point)? */
+static int route_hooked(const induct__pass *p) {
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (h->writes && route_point(h->point, h->layer)) return 1;
+        }
+    return 0;
+}
+
 int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
     /* every point supports writing hooks with gradients, given the record of what they
@@ -544,6 +575,16 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
             INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes && !p->masks, INDUCT_ENOTSUP,
                            "writing hooks in a pass with gradients need a record of what "
                            "they change (internal: none was given)");
+    if (!p->grad && !p->masks && route_hooked(p)) {
+        /* a record of what writing hooks change at the route points, so that hooks that
+         * leave the values as they were keep the plain pass's route (and bits) */
+        induct__masks local = {0, 0, NULL};
+        induct__pass q = *p;
+        q.masks = &local;
+        int rc = induct__forward(m, &q, mean_loss);
+        induct__masks_free(&local);
+        return rc;
+    }
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
@@ -572,8 +613,8 @@ static void causal_zero(float *att, size_t n, size_t T) {
 
 /* Layer l up to its attention output: LN1, Q/K/V, attention, attn_resid = resid_pre +
  * z W_O + b_O, with the hooks on the way. */
-static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, int fold,
-                           float *rp, float *attn_resid, float *hs) {
+static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, float *rp,
+                           float *attn_resid, float *hs) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
@@ -614,7 +655,7 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
         att = cache_or(m, p, INDUCT__HP_PATTERN, l, att);
         z = cache_or(m, p, INDUCT__HP_Z, l, z);
     }
-    if (l == 0 && fold) {
+    if (l == 0 && use_fold(m, p)) { /* after the hooks at blocks.0.hook_resid_pre */
         fold_forward(m, tokens, B, T, q, k_raw, v);
     } else {
         product_at(m, p, at_rows, HD, D, qk_in, W(a->wq), q, NULL, P(o->b_Q), hs);
@@ -702,7 +743,6 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
     else
         induct__embed_forward(resid_at(m, p, 0), tokens, P(m->W_E), standard ? P(m->W_pos) : NULL,
                               B, T, D, nt);
-    int fold = use_fold(m, p);
     for (uint32_t l = l0; l < c->n_layers; l++) {
         const induct__layer_off *o = &m->L[l];
         const induct__layer_act *a = &m->A[l];
@@ -714,7 +754,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                       : W(a->resid_mid);
         float *attn_resid = M ? mid : out_resid;
         if (!p->resume || l != l0)
-            INDUCT_TRY(attention_layer(m, p, l, fold, rp, attn_resid, hs));
+            INDUCT_TRY(attention_layer(m, p, l, rp, attn_resid, hs));
         if (M) {
             int at_rows = rows_layer(m, p, l); /* no hook at this layer then */
             float *ln2 = c->layer_norm ? W(a->ln2) : mid;
