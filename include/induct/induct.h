@@ -2817,8 +2817,8 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
  * `hooks`, except that a gradient hook at `hook_embed`, `hook_pos_embed` or
  * `blocks.0.hook_resid_pre` of a model without LayerNorm turns off the folding of layer 0
  * into the embeddings (other roundings). After a change at `hook_pattern` or
- * `hook_attn_scores` the layer's query, key and value gradients are computed in plain
- * loops with double sums instead of the fused kernel (other roundings).
+ * `hook_attn_scores` the layer's query, key and value gradients are computed by matrix
+ * products per batch and head instead of the fused kernel (other roundings).
  *
  * This is one pass over the whole batch: `shape[0]` is `batch` and
  * induct_model_hook_batch_index() reports the first sequence as 0. (The gradient shards of

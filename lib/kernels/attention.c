@@ -214,20 +214,12 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
 
 void induct__attn_grad_pattern(float *dA, const float *dz, const float *v, size_t ld, size_t B,
                                size_t T, size_t H, size_t dh, int nt) {
-    PFOR
-    for (idx bh = 0; bh < (idx)(B * H); bh++) {
-        size_t b = (size_t)bh / H, h = (size_t)bh % H;
-        float *a = dA + (size_t)bh * T * T;
-        for (size_t p = 0; p < T; p++) {
-            const float *g = dz + (b * T + p) * ld + h * dh;
-            for (size_t k = 0; k <= p; k++) {
-                const float *vk = v + (b * T + k) * ld + h * dh;
-                double s = 0.0;
-                for (size_t j = 0; j < dh; j++) s += (double)g[j] * vk[j];
-                a[p * T + k] = (float)s;
-            }
-            for (size_t k = p + 1; k < T; k++) a[p * T + k] = 0.0f;
-        }
+    /* per (batch, head): dA = dz v^T, one product, then the part above the diagonal 0 */
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t o = bh / H * T * ld + bh % H * dh;
+        float *a = dA + bh * T * T;
+        induct__gemm(nt, 0, 1, T, T, dh, 1.0f, dz + o, ld, v + o, ld, 0.0f, a, T);
+        for (size_t p = 0; p + 1 < T; p++) memset(a + p * T + p + 1, 0, (T - p - 1) * sizeof *a);
     }
 }
 
@@ -250,39 +242,25 @@ void induct__attn_grad_scores(float *dS, const float *dA, const float *att_j,
     }
 }
 
-void induct__attn_grad_qkv(float *dq, float *dk, float *dv, const float *dS,
-                           const uint8_t *smask, const float *att, const float *dz,
-                           const float *q, const float *k, size_t ld, size_t B, size_t T,
-                           size_t H, size_t dh, int nt) {
-    double scale = 1.0 / sqrt((double)dh);
-    PFOR
-    for (idx bh = 0; bh < (idx)(B * H); bh++) {
-        size_t b = (size_t)bh / H, h = (size_t)bh % H, o = (size_t)bh * T * T;
-#define ROW(x, t) ((x) + (b * T + (t)) * ld + h * dh)
-        for (size_t p = 0; p < T; p++) { /* dq[p] = scale sum_{k <= p} dS[p,k] k[k] */
-            float *out = ROW(dq, p);
-            for (size_t j = 0; j < dh; j++) {
-                double s = 0.0;
-                for (size_t t = 0; t <= p; t++) {
-                    size_t e = o + p * T + t;
-                    if (!smask || !smask[e]) s += (double)dS[e] * ROW(k, t)[j];
-                }
-                out[j] = (float)(s * scale);
+void induct__attn_grad_qkv(float *dq, float *dk, float *dv, float *dS, const uint8_t *smask,
+                           const float *att, const float *dz, const float *q, const float *k,
+                           size_t ld, size_t B, size_t T, size_t H, size_t dh, float *scratch,
+                           int nt) {
+    float scale = 1.0f / sqrtf((float)dh);
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t o = bh / H * T * ld + bh % H * dh, e0 = bh * T * T;
+        float *S = dS + e0, *A = scratch;
+        /* dS with the masked scores and everything above the diagonal 0 (in place); the
+         * causal part of the pattern (the rest of a training pass's rows is not written) */
+        for (size_t p = 0; p < T; p++) {
+            for (size_t t = 0; t <= p; t++) {
+                if (smask && smask[e0 + p * T + t]) S[p * T + t] = 0.0f;
+                A[p * T + t] = att[e0 + p * T + t];
             }
+            for (size_t t = p + 1; t < T; t++) S[p * T + t] = A[p * T + t] = 0.0f;
         }
-        for (size_t t = 0; t < T; t++) { /* dk[t], dv[t]: the queries p >= t */
-            float *ok = ROW(dk, t), *ov = ROW(dv, t);
-            for (size_t j = 0; j < dh; j++) {
-                double sk = 0.0, sv = 0.0;
-                for (size_t p = t; p < T; p++) {
-                    size_t e = o + p * T + t;
-                    if (!smask || !smask[e]) sk += (double)dS[e] * ROW(q, p)[j];
-                    sv += (double)att[e] * ROW(dz, p)[j];
-                }
-                ok[j] = (float)(sk * scale);
-                ov[j] = (float)sv;
-            }
-        }
-#undef ROW
+        induct__gemm(nt, 0, 0, T, dh, T, scale, S, T, k + o, ld, 0.0f, dq + o, ld);
+        induct__gemm(nt, 1, 0, T, dh, T, scale, S, T, q + o, ld, 0.0f, dk + o, ld);
+        induct__gemm(nt, 1, 0, T, dh, T, 1.0f, A, T, dz + o, ld, 0.0f, dv + o, ld);
     }
 }

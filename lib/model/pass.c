@@ -1012,7 +1012,7 @@ static int attn_backward(induct_model *m, const induct__pass *p, uint32_t l, flo
         if (p_changed || *s_changed) {
             if (!hs) induct__attn_grad_scores(gs, gs, att_j, amask, B * H, T, nt);
             induct__attn_grad_qkv(dq, dk, dv, gs, smask, W(a->att), dz, W(a->q), W(a->k), HD, B,
-                                  T, H, dh, nt);
+                                  T, H, dh, W(m->g_att), nt);
             return INDUCT_OK;
         }
     }
