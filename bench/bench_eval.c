@@ -1,6 +1,7 @@
-/* Time the phase-change example's evaluation (study/phase_change.c, eval_groups) on
- * its model shape: 2 layers, 2 heads, d_model 64, attention only, LayerNorm, shortformer
- * positions, d_vocab 2049, n_ctx 512; groups of windows of an RRT dataset, chunk 8.
+/* Time the main job's evaluation over groups of windows (induct_analysis_icl_groups, as
+ * study-analyse runs it) on its model shape: 2 layers, 2 heads, d_model 64, attention
+ * only, LayerNorm, shortformer positions, d_vocab 2049, n_ctx 512; groups of windows of
+ * an RRT dataset, chunk 8.
  * Each group runs induct_analysis_loss_vectors() over all 511 positions ("full"), then
  * with induct_eval_config.positions set to the ±5-token bands around tokens 50 and 500
  * ("band", 22 positions), and compares the two at the band's positions bit for bit.

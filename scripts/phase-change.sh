@@ -1,11 +1,13 @@
 #!/bin/sh
-# The phase change on real text: prepare a corpus, run build/study/phase-change,
-# then draw the figures with study/plot_phase_change.py. Run after a build
-# (scripts/build.sh build). Every option not listed here goes to phase-change unchanged
-# (its flags: build/study/phase-change --help, docs/phase-change.md).
+# The phase change on real text: prepare a corpus, run the study of three models through
+# its stages (study/runner.py: study-train and study-analyse for each model, then
+# study/report.py), then draw the figures with study/plot_phase_change.py. Run after a
+# build (scripts/build.sh build). Every option not listed here goes to the runner
+# unchanged (its flags: study/runner.py --help, docs/phase-change.md, docs/study.md).
+# The same command again resumes: finished models are kept, unfinished ones continue.
 #
 # usage: scripts/phase-change.sh [--full] [--corpus kjv|python|PATH] [--bpe N|--bytes]
-#                                [--build DIR] [--data DIR] [--no-plot] [phase-change flags...]
+#                                [--build DIR] [--data DIR] [--no-plot] [study flags...]
 #   (no flags)       the default run: CPython's standard library as 2048 word pieces, the
 #                    phase-change defaults (3 models: the 2-layer one 3000 steps, the 1-layer
 #                    ones 2000; about 8 min on 2 idle cores)
@@ -27,13 +29,17 @@
 #   --data DIR       where prepared corpora are kept and reused (default: DIR/phase-change-data
 #                    under the build directory)
 #   --no-plot        skip the figures
+#   --llc            also the local learning coefficient over training (docs/llc.md): keeps 60
+#                    checkpoints per model (--snapshots 60), then examples/llc_stages.py draws
+#                    the curve of the 2-layer model and the 1-layer control with its stages
+#                    (OUT/llc) and every head's refined LLC at fewer checkpoints (OUT/llc-heads)
 # The run starts by printing the SHA-256 of the corpus, the tokenizer model and the token file
 # and whether they are the documented ones (else: "results are not comparable with the
 # documented ones"); the same goes into summary.json (config.data.provenance) and summary.md.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0
-# the arguments that are not ours, kept in order for phase-change
+corpus=python bpe=2048 build=$root/build data="" plot=1 out=phase-change-run full=0 llc=0
+# the arguments that are not ours, kept in order for the runner
 n=$#
 while [ "$n" -gt 0 ]; do
     a=$1
@@ -55,10 +61,11 @@ while [ "$n" -gt 0 ]; do
         --no-plot) plot=0 ;;
         --bytes) bpe="" ;;
         --full) full=1 ;;
+        --llc) llc=1 ;;
         *) set -- "$@" "$a" ;;
     esac
 done
-exe=$build/study/phase-change
+exe=$build/study/study-train
 [ -x "$exe" ] || { echo "phase-change.sh: $exe not found: build first (scripts/build.sh $build)" >&2; exit 2; }
 [ -n "$data" ] || data=$build/phase-change-data
 mkdir -p "$data"
@@ -113,17 +120,36 @@ else
     set -- --tokens "$prefix.u16" --format u16 --d-vocab $((bpe + 1)) "$@"
 fi
 
+if [ "$llc" = 1 ]; then
+    # before the flags given (they win) and after --full's (its --snapshots 12 is too few)
+    set -- --snapshots 60 "$@"
+fi
 if [ "$full" = 1 ]; then
-    # flags given after --full still win (phase-change takes the last value of a flag)
+    # flags given after --full still win (the stages take the last value of a flag)
     set -- --models 2L,1L,1L-smeared,2L-smeared --steps 12000 --steps-1l 12000 --snapshots 12 "$@"
     echo "phase-change.sh: the full run: 12000 steps (49 M tokens) per model, about an hour on 2 cores"
 else
-    echo "phase-change.sh: the default run: the 2-layer model 3000 steps (12.3 M tokens), the 1-layer"
-    echo "  models 2000 steps; about 8 minutes on 2 idle cores"
+    case " $* " in
+        *" --models "*|*" --steps "*|*" --steps-1l "*) ;;  # the runner prints the plan
+        *) echo "phase-change.sh: the default run: the 2-layer model 3000 steps (12.3 M tokens), the 1-layer"
+           echo "  models 2000 steps; about 8 minutes on 2 idle cores" ;;
+    esac
 fi
-"$exe" --out "$out" "$@"
+$py "$root/study/runner.py" --build "$build" --out "$out" "$@"
+if [ ! -f "$out/summary.json" ]; then
+    echo "phase-change.sh: no $out/summary.json yet (models running elsewhere): build the report with" \
+         "$py $root/study/report.py $out, then $py $root/study/phase_change_data.py stamp $out $report" >&2
+    trap - EXIT
+    exit 0
+fi
 # the corpus's, tokenizer's and token file's SHA-256 into summary.json and summary.md
 $py "$root/study/phase_change_data.py" stamp "$out" "$report"
 if [ "$plot" = 1 ]; then
     $py "$root/study/plot_phase_change.py" "$out" --build "$build"
+fi
+if [ "$llc" = 1 ]; then
+    # the settings docs/llc.md recommends (the script's defaults), the same at every checkpoint
+    $py "$root/examples/llc_stages.py" "$out" --checkpoints 12 --window-points 10 --build "$build"
+    $py "$root/examples/llc_stages.py" "$out" --checkpoints 8 --window-points 5 --heads \
+        --reuse "$out/llc/llc.json" --out "$out/llc-heads" --build "$build"
 fi

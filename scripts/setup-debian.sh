@@ -6,7 +6,7 @@
 # neither needs nor touches the system's services or /etc/slurm.
 set -eu
 PKGS="build-essential meson ninja-build pkgconf check
-libopenblas-dev libopenblas0-openmp libopenblas-openmp-dev libopenblas0-pthread liblapacke-dev libcjson-dev
+libopenblas-dev libopenblas0-openmp libopenblas-openmp-dev libopenblas0-pthread liblapacke-dev libcjson-dev libssl-dev
 python3 python3-numpy python3-pytest python3-matplotlib python3-torch
 python3-distutils python3-lib2to3 python3-tk python3-venv python3-mesonpy patchelf
 doxygen abigail-tools bible-kjv sentencepiece python3-sentencepiece

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Figures of a phase-change run (study/phase_change.c, docs/phase-change.md).
+"""Figures of a phase-change run (the main job's study directory: study/report.py wrote
+its summary; docs/phase-change.md).
 
 Usage: /usr/bin/python3 study/plot_phase_change.py RUN_DIR [--build BUILD_DIR]
                                                       [--tokenizer SPM_MODEL]
@@ -81,12 +82,13 @@ def main():
     ev = summary["config"]["evaluation"]
 
     def band_icl(rec, ev):
-        """The run's ICL estimator (phase_change.c, band_icl) from the logged curve."""
-        lbp, w = rec.get("loss_by_position"), int(ev.get("icl_band", 0))
+        """The run's ICL estimator (the library's induct_analysis_icl_band) on the logged
+        curve."""
+        lbp = rec.get("loss_by_position")
         if not lbp:
             return math.nan
-        late, early = ev["icl_late_token"] - 1, ev["icl_early_token"] - 1
-        return (sum(lbp[late - w:late + w + 1]) - sum(lbp[early - w:early + w + 1])) / (2 * w + 1)
+        return induct.icl_band(lbp, ev["icl_early_token"], ev["icl_late_token"],
+                               int(ev.get("icl_band", 0)))
 
     def save(fig, name):
         path = os.path.join(run, name)

@@ -1,15 +1,19 @@
-"""phase-change (study/phase_change.c) and its plot script, on tiny runs.
+"""The main job on its stages (study/runner.py: study-train and study-analyse per model,
+study/report.py) and its plot script, on tiny runs.
 
 The values are checked against independent recomputations from the run's own metrics
 log (window tokens, fractions, the bump rule, the decision rules of the checks), not
-against stored numbers. Environment (set by tests/meson.build): PHASE_CHANGE (the
-executable), PLOT_PHASE_CHANGE (the script), INDUCT_BUILD_DIR (the meson build root).
+against stored numbers. Environment (set by tests/meson.build): STUDY_RUNNER and
+STUDY_REPORT (the scripts), STUDY_TRAIN and STUDY_ANALYSE (the stage programs),
+PLOT_PHASE_CHANGE (the plot script), INDUCT_BUILD_DIR (the meson build root).
 """
 import json
 import math
 import os
 import random
 import re
+import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -17,7 +21,10 @@ import sys
 import numpy as np
 import pytest
 
-EXE = os.environ["PHASE_CHANGE"]
+RUNNER = os.environ["STUDY_RUNNER"]
+REPORT = os.environ["STUDY_REPORT"]
+TRAIN = os.environ["STUDY_TRAIN"]
+ANALYSE = os.environ["STUDY_ANALYSE"]
 PLOT = os.environ["PLOT_PHASE_CHANGE"]
 BUILD = os.environ["INDUCT_BUILD_DIR"]
 
@@ -33,7 +40,8 @@ CHECKS = ["two_layer_phase_change", "one_layer_no_phase_change",
 
 
 def run(args, **kw):
-    return subprocess.run([EXE] + args, capture_output=True, text=True, **kw)
+    return subprocess.run([sys.executable, RUNNER, "--build", BUILD] + args, capture_output=True,
+                          text=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +73,8 @@ W = 5  # --icl-band default
 
 
 def band(lbp, early=50, late=500, w=W):
-    """The run's ICL estimator from a context-index average (phase_change.c, band_icl)."""
+    """The run's ICL estimator from a context-index average (induct_analysis_icl_band),
+    again in NumPy."""
     lbp = np.asarray(lbp, dtype=np.float64)
     return float(lbp[late - 1 - w:late + w].mean() - lbp[early - 1 - w:early + w].mean())
 
@@ -83,13 +92,26 @@ def test_jobs_do_not_change_results(runs):
         a = open(os.path.join(d1, name, "final.safetensors"), "rb").read()
         b = open(os.path.join(d2, name, "final.safetensors"), "rb").read()
         assert a == b, name
-    # with 2 workers, a worker that runs out of models gives its core to a model still
-    # training (whether one still is depends on timing; the bits must not: the weights
-    # above are equal either way, and the 1-worker run never has a spare core)
+    # each model is its own process on --threads threads, whatever --jobs; the summaries
+    # are the same but for wall-clock timings and the recorded --jobs
+    sums = []
     for jobs, (d, _) in runs.items():
         s = json.load(open(os.path.join(d, "summary.json")))
-        threads = [m["threads_at_end"] for m in s["models"].values()]
-        assert set(threads) <= ({1} if jobs == 1 else {1, 2}), (jobs, threads)
+        assert [m["threads_at_end"] for m in s["models"].values()] == [1, 1, 1]
+        assert s["config"]["run"]["jobs"] == jobs
+        sums.append(strip_timings(s))
+    assert sums[0] == sums[1]
+
+
+TIMINGS = {"wall_seconds", "tokens_per_second", "seconds", "large_evaluation_seconds", "jobs"}
+
+
+def strip_timings(x):
+    if isinstance(x, dict):
+        return {k: strip_timings(v) for k, v in x.items() if k not in TIMINGS}
+    if isinstance(x, list):
+        return [strip_timings(v) for v in x]
+    return x
 
 
 def test_same_training_without_the_program(runs, corpus, tmp_path):
@@ -255,6 +277,24 @@ def test_outputs_complete_and_finite(runs):
         # the per-model log is the merged one without the "model" key
         own = [json.loads(l) for l in open(os.path.join(d, name, "metrics.jsonl")) if l.strip()]
         assert [dict(x, model=name) for x in own] == mine
+        # the run directory (docs/study.md): the weights of every evaluation, the marker
+        # of a complete training, no resume point left, the analysis
+        for x in own:
+            assert os.path.getsize(os.path.join(d, name, "weights",
+                                                f"step-{x['step']}.safetensors")) > 0
+        t = json.load(open(os.path.join(d, name, "train.json")))
+        assert t["complete"] is True and t["steps"] == 6 and t["model"] == name
+        assert not os.path.exists(os.path.join(d, name, "resume.safetensors"))
+        a = json.load(open(os.path.join(d, name, "analysis.json")))
+        summ = {k: v for k, v in s["models"][name].items() if k != "pca_trajectory"}
+        assert list(a["model"]) == list(summ)
+        # the analysis holds every double exactly; summary.json as cJSON prints them
+        ours, theirs = dict(walk_numbers(a["model"])), dict(walk_numbers(summ))
+        assert set(ours) == set(theirs)
+        for k, v in ours.items():
+            assert theirs[k] == pytest.approx(v, rel=1e-14, abs=1e-300), k
+        cfg = json.load(open(os.path.join(d, name, "config.json")))
+        assert cfg["settings"]["model"] == name and cfg["settings"]["d_model"] == 8
     md = open(os.path.join(d, "summary.md")).read()
     assert "## Checks" in md and all(f"## {n} " in md for n in MODELS)
     assert "## Checks" in r.stdout and d in r.stdout and "plot_phase_change.py" in r.stdout
@@ -735,7 +775,8 @@ def synthetic():
 def judge(tmp_path, models):
     p = tmp_path / "summary.json"
     p.write_text(json.dumps({"models": models}))
-    r = subprocess.run([EXE, "--judge", str(p)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     statuses = {k: v["status"] for k, v in out["checks"].items()}
@@ -814,5 +855,413 @@ def test_judge_without_control_or_models(tmp_path):
     assert got["two_layer_phase_change"] == "fail" and got["one_layer_no_phase_change"] == "not_run"
     p = tmp_path / "bad.json"
     p.write_text("{}")
-    r = subprocess.run([EXE, "--judge", str(p)], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, REPORT, "--judge", str(p), "--build", BUILD],
+                       capture_output=True, text=True)
     assert r.returncode == 2 and "models" in r.stderr
+
+
+# ---- the stages on their own: resumable training, refused mixes, MLP models ----
+
+STAGE_TRAIN = ["--d-model", "8", "--heads", "1", "--batch", "1", "--eval-batch", "4",
+               "--block-tokens", "4096", "--warmup", "2"]
+STAGE_ANALYSE = ["--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32",
+                 "--window-windows", "48"]
+
+
+def train(corpus, d, *args, **kw):
+    return subprocess.run([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + list(args),
+                          capture_output=True, text=True, **kw)
+
+
+def records_text(d):
+    with open(os.path.join(d, "metrics.jsonl")) as f:
+        return strip_timing(f.read())
+
+
+def test_train_killed_anywhere_resumes_bit_identical(corpus, tmp_path):
+    """study-train killed (SIGKILL) in the middle of a run, a record half-written after
+    it, and started again with the same command ends with the weights, optimizer state,
+    kept weights and metrics records of an uninterrupted run (elapsed time aside)."""
+    args = ["--model", "2L", "--steps", "120", "--eval-every", "2", "--snapshots", "3",
+            "--schedule", "cosine"]
+    ref = str(tmp_path / "ref")
+    r = train(corpus, ref, *args)
+    assert r.returncode == 0, r.stderr
+    for kill_after in (3, 17):
+        d = str(tmp_path / f"killed{kill_after}")
+        p = subprocess.Popen([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + args,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        log = os.path.join(d, "metrics.jsonl")
+        while p.poll() is None:
+            if os.path.exists(log) and open(log).read().count("\n") >= kill_after:
+                p.kill()
+                break
+        p.wait()
+        assert not os.path.exists(os.path.join(d, "train.json")), "finished before the kill"
+        with open(log, "a") as f:  # a record cut off by the kill
+            f.write('{"step":999,"tokens":')
+        r = train(corpus, d, *args)
+        assert r.returncode == 0, r.stderr
+        assert "resuming at step" in r.stdout or kill_after <= 3, r.stdout
+        assert records_text(d) == records_text(ref)
+        for f in ["final.safetensors"] + [f"ckpt-{s}.safetensors" for s in (0, 40, 80, 120)]:
+            assert open(os.path.join(d, f), "rb").read() == \
+                open(os.path.join(ref, f), "rb").read(), f
+        assert sorted(os.listdir(os.path.join(d, "weights"))) == \
+            sorted(os.listdir(os.path.join(ref, "weights")))
+        for f in os.listdir(os.path.join(ref, "weights")):
+            assert open(os.path.join(d, "weights", f), "rb").read() == \
+                open(os.path.join(ref, "weights", f), "rb").read(), f
+        assert not os.path.exists(os.path.join(d, "resume.safetensors"))
+
+
+def test_train_stopped_by_sigterm_continues(corpus, tmp_path):
+    """SIGTERM stops between two steps with exit status 130; the same command continues
+    from the last evaluation to the same final bits."""
+    args = ["--model", "1L", "--steps", "200", "--eval-every", "2"]
+    ref, d = str(tmp_path / "ref"), str(tmp_path / "stopped")
+    assert train(corpus, ref, *args).returncode == 0
+    p = subprocess.Popen([TRAIN, "--text", corpus, "--out", d] + STAGE_TRAIN + args,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    log = os.path.join(d, "metrics.jsonl")
+    while p.poll() is None:
+        if os.path.exists(log) and open(log).read().count("\n") >= 5:
+            p.send_signal(signal.SIGTERM)
+            break
+    err = p.communicate()[1]
+    assert p.returncode == 130 and "continues from the last evaluation" in err, err
+    r = train(corpus, d, *args)
+    assert r.returncode == 0 and "resuming at step" in r.stdout, r.stdout + r.stderr
+    assert records_text(d) == records_text(ref)
+    assert open(os.path.join(d, "final.safetensors"), "rb").read() == \
+        open(os.path.join(ref, "final.safetensors"), "rb").read()
+    # trained: the same command again does nothing
+    before = os.path.getmtime(os.path.join(d, "final.safetensors"))
+    r = train(corpus, d, *args)
+    assert r.returncode == 0 and "already trained" in r.stdout
+    assert os.path.getmtime(os.path.join(d, "final.safetensors")) == before
+    # other settings in the same directory are refused, nothing touched
+    r = train(corpus, d, "--model", "1L", "--steps", "200", "--eval-every", "2", "--lr", "0.02")
+    assert r.returncode == 2 and "other settings (lr differs)" in r.stderr, r.stderr
+    assert os.path.getmtime(os.path.join(d, "final.safetensors")) == before
+
+
+def test_analyse_refuses_what_is_not_a_trained_run(corpus, tmp_path):
+    d = str(tmp_path / "x")
+    os.makedirs(d)
+    r = subprocess.run([ANALYSE, "--out", d], capture_output=True, text=True)
+    assert r.returncode == 1 and "not a run directory of study-train" in r.stderr
+    # a run without its completion marker
+    assert train(corpus, d, "--model", "1L", "--steps", "4", "--eval-every", "2").returncode == 0
+    os.unlink(os.path.join(d, "train.json"))
+    r = subprocess.run([ANALYSE, "--out", d], capture_output=True, text=True)
+    assert r.returncode == 1 and "not trained to the end" in r.stderr
+    assert not os.path.exists(os.path.join(d, "analysis.json"))
+    r = subprocess.run([ANALYSE, "--out", d, "--smooth", "4"], capture_output=True, text=True)
+    assert r.returncode == 2 and "odd" in r.stderr and "usage:" in r.stderr
+
+
+def test_mlp_model_and_every_layer(corpus, tmp_path):
+    """An MLP model (<n>L-mlp: GELU MLPs of 4 d_model) trains and is analysed; the
+    any-layer fields find the head of largest prefix matching in every layer."""
+    d = str(tmp_path / "mlp")
+    r = train(corpus, d, "--model", "3L-mlp", "--steps", "4", "--eval-every", "2",
+              "--heads", "2", "--seq-len", "128", "--allow-short")
+    assert r.returncode == 0, r.stderr
+    assert read_safetensors(os.path.join(d, "final.safetensors"),
+                            "blocks.2.mlp.W_in").shape == (8, 32)
+    r = subprocess.run([ANALYSE, "--out", d] + STAGE_ANALYSE, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = json.load(open(os.path.join(d, "analysis.json")))
+    assert a["model"]["n_layers"] == 3 and a["config"]["model"]["d_mlp"] == 32
+    recs = [json.loads(l) for l in open(os.path.join(d, "metrics.jsonl"))]
+    pm = np.asarray(recs[-1]["prefix_matching_score"])  # [3][2]
+    l, h = np.unravel_index(pm.argmax(), pm.shape)
+    anyl = a["any_layer"]
+    assert anyl["pm_head"]["head"] == f"{l}.{h}" and anyl["pm_head"]["layer"] == l
+    assert anyl["pm_after"] == pytest.approx(pm.max(), abs=1e-7)
+    # the model's own pm_head stays the last layer's
+    assert a["model"]["pm_head"]["head"].startswith("2.")
+    for x in anyl["induction_heads"]:
+        assert x["relative_depth"] == pytest.approx((x["layer"] + 1) / 3)
+    bad = train(corpus, str(tmp_path / "bad"), "--model", "2L-mlpx", "--steps", "4")
+    assert bad.returncode == 2 and "is not <n>L" in bad.stderr
+
+
+def test_runner_reports_failed_model_and_resumes(corpus, runs, tmp_path):
+    """A model that fails is named with its log and the runner exits 1; the same command
+    runs it again (and only it), and the report is the one of an uninterrupted study."""
+    d = str(tmp_path / "study")
+    # a run directory of other settings makes 1L's training refuse to start
+    r = train(corpus, os.path.join(d, "1L"), "--model", "1L", "--steps", "4", "--eval-every",
+              "2", "--lr", "0.5")
+    assert r.returncode == 0, r.stderr
+    args = ["--text", corpus, "--out", d, "--models", ",".join(MODELS)] + TINY
+    r = run(args)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "model 1L failed" in r.stderr and os.path.join(d, "1L", "log.txt") in r.stderr
+    assert "other settings" in open(os.path.join(d, "1L", "log.txt")).read()
+    assert not os.path.exists(os.path.join(d, "summary.json"))
+    done = {m: os.path.getmtime(os.path.join(d, m, "analysis.json")) for m in ("2L", "1L-smeared")}
+    shutil.rmtree(os.path.join(d, "1L"))
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for m, t in done.items():  # finished models were not run again
+        assert os.path.getmtime(os.path.join(d, m, "analysis.json")) == t
+    ref = json.load(open(os.path.join(runs[2][0], "summary.json")))
+    got = json.load(open(os.path.join(d, "summary.json")))
+    assert strip_timings(got) == strip_timings(ref)
+    # another plan in the same directory is refused
+    r = run(args + ["--steps", "8"])
+    assert r.returncode == 2 and "another plan" in r.stderr
+
+
+def tree_files(d):
+    """{relative path: bytes} of every file under d."""
+    out = {}
+    for root, _, files in os.walk(d):
+        for f in files:
+            p = os.path.join(root, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, d)] = fh.read()
+    return out
+
+
+REPORT_OUTPUTS = ("summary.json", "summary.md", "metrics.jsonl")
+
+
+def retrain(d, name, train_extra=(), analyse_extra=()):
+    """Model `name` of the study in d trained and analysed again by the stages, with the
+    plan's flags (study.json) and any extra ones (the last value of a flag wins)."""
+    plan = json.load(open(os.path.join(d, "study.json")))
+    rd = os.path.join(d, name)
+    shutil.rmtree(rd)
+    r = subprocess.run([TRAIN] + plan["train_args"] + ["--model", name, "--steps",
+                       str(plan["model_steps"][name])] + list(train_extra) + ["--out", rd],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([ANALYSE, "--out", rd] + plan["analyse_args"] + list(analyse_extra),
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def sha256_of(path):
+    import hashlib
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_report_reads_only_the_run_directories(corpus, tmp_path):
+    """report.py reads the run directories of study.json's models and nothing else: the
+    study moved elsewhere, its data file deleted and a stray directory beside the runs,
+    it writes the summary the runner wrote and changes no file of the runs. A run
+    directory that is not what study.json expects is refused (exit 1) with its path and
+    what differs, and nothing is written: a run trained with another setting, on another
+    data file at the same path (same size, so the analyses' data sections agree and only
+    the SHA-256 tells), of another model, of another step budget, analysed for another
+    model, not analysed, or analysed with other evaluation settings."""
+    data = str(tmp_path / "text.txt")
+    shutil.copy(corpus, data)
+    first = str(tmp_path / "study")
+    r = run(["--text", data, "--out", first, "--models", ",".join(MODELS)] + TINY)
+    assert r.returncode == 0, r.stderr
+    ref = json.load(open(os.path.join(first, "summary.json")))
+    ref_md = open(os.path.join(first, "summary.md")).read()
+    ref_metrics = open(os.path.join(first, "metrics.jsonl")).read()
+    plan = json.load(open(os.path.join(first, "study.json")))
+    assert plan["data"] == {"sha256": sha256_of(data), "bytes": os.path.getsize(data),
+                            "files": 1}
+    assert plan["settings"]["text"] == data and "model" not in plan["settings"]
+
+    d = str(tmp_path / "moved")
+    shutil.move(first, d)
+    os.unlink(data)
+    for f in REPORT_OUTPUTS:
+        os.unlink(os.path.join(d, f))
+    os.makedirs(os.path.join(d, "3L"))  # not in the plan: never read
+    with open(os.path.join(d, "3L", "config.json"), "w") as f:
+        f.write("not JSON")
+    runs_before = tree_files(d)
+    rep = lambda x: subprocess.run([sys.executable, REPORT, x, "--build", BUILD],  # noqa: E731
+                                   capture_output=True, text=True)
+    r = rep(d)
+    assert r.returncode == 0, r.stderr
+    assert json.load(open(os.path.join(d, "summary.json"))) == ref
+    assert open(os.path.join(d, "metrics.jsonl")).read() == ref_metrics
+    assert open(os.path.join(d, "summary.md")).read().replace(d, first) == ref_md
+    after = tree_files(d)
+    assert {k: v for k, v in after.items() if k not in REPORT_OUTPUTS} == runs_before
+    for f in REPORT_OUTPUTS:
+        os.unlink(os.path.join(d, f))
+    shutil.rmtree(os.path.join(d, "3L"))
+
+    shutil.copy(corpus, data)  # the data again, for the runs trained below
+    changed = open(corpus).read()
+    changed = changed.replace(" lord ", " word ", 1)
+    assert len(changed) == os.path.getsize(corpus) and changed != open(corpus).read()
+
+    def case(name, change, needle):
+        c = str(tmp_path / name)
+        shutil.copytree(d, c)
+        change(c)
+        before = tree_files(c)
+        r = rep(c)
+        assert r.returncode == 1, (name, r.stdout)
+        assert needle(c) in r.stderr, (name, r.stderr)
+        assert tree_files(c) == before, name  # nothing written
+        return c
+
+    case("settings", lambda c: retrain(c, "1L", ["--lr", "0.02"]),
+         lambda c: f"{c}/1L: trained with other settings than the study's (study.json): "
+                   f"lr 0.02 here, 0.01 in the study")
+
+    def other_data(c):
+        with open(data, "w") as f:
+            f.write(changed)
+        try:
+            retrain(c, "1L")
+        finally:
+            shutil.copy(corpus, data)
+    c = case("data", other_data,
+             lambda c: f"{c}/1L: trained on other data than the study's: SHA-256 "
+                       f"{hashlib_of_text(changed)} ({len(changed)} bytes in 1 file) here, "
+                       f"SHA-256 {plan['data']['sha256']} ({len(changed)} bytes in 1 file) "
+                       f"in the study (study.json)")
+    # what the analyses record of the data does not tell these runs apart
+    assert json.load(open(os.path.join(c, "1L", "analysis.json")))["config"]["data"] == \
+        json.load(open(os.path.join(c, "2L", "analysis.json")))["config"]["data"]
+
+    def other_model(c):
+        shutil.rmtree(os.path.join(c, "1L"))
+        shutil.copytree(os.path.join(c, "2L"), os.path.join(c, "1L"))
+    case("model", other_model, lambda c: f"{c}/1L holds a run of model 2L, not 1L")
+    case("steps", lambda c: retrain(c, "1L", ["--steps", "4"]),
+         lambda c: f"{c}/1L: trained 4 steps, the study's 1L 6 (study.json)")
+    case("analysis", lambda c: shutil.copy(os.path.join(c, "2L", "analysis.json"),
+                                           os.path.join(c, "1L", "analysis.json")),
+         lambda c: f"{c}/1L/analysis.json is not the analysis of model 1L")
+    case("unanalysed", lambda c: os.unlink(os.path.join(c, "1L", "analysis.json")),
+         lambda c: f"{c}/1L/analysis.json is missing")
+    case("evaluation", lambda c: retrain(c, "1L", analyse_extra=["--icl-windows", "32"]),
+         lambda c: "1L: its analysis's evaluation settings differ from 2L's: not one study")
+
+
+def hashlib_of_text(text):
+    import hashlib
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_stages_refuse_changed_data(corpus, tmp_path):
+    """The data's identity in config.json is the SHA-256 of the file (what sha256sum
+    prints), or for a directory of the lines "<SHA-256>  <relative path>" of the files
+    read (links not followed, names ending in --suffix, byte order). When the data
+    changes after a run started, study-train refuses to go on (exit 2), study-analyse
+    refuses to analyse (exit 1) and the runner refuses the study (exit 2), each saying
+    so, and nothing is changed."""
+    import hashlib
+    data = str(tmp_path / "text.txt")
+    shutil.copy(corpus, data)
+    d = str(tmp_path / "run")
+    args = ["--model", "1L", "--steps", "4", "--eval-every", "2"]
+    r = subprocess.run([TRAIN, "--text", data, "--out", d] + STAGE_TRAIN + args,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    assert cfg["data"] == {"sha256": sha256_of(data), "bytes": os.path.getsize(data),
+                           "files": 1}
+    text = open(corpus).read()
+    with open(data, "w") as f:
+        f.write(text.replace(" lord ", " word ", 1))
+    before = tree_files(d)
+    r = subprocess.run([TRAIN, "--text", data, "--out", d] + STAGE_TRAIN + args,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "trained on other data" in r.stderr and \
+        sha256_of(data) in r.stderr and cfg["data"]["sha256"] in r.stderr, r.stderr
+    r = subprocess.run([ANALYSE, "--out", d] + STAGE_ANALYSE, capture_output=True, text=True)
+    assert r.returncode == 1 and f"{data} is not the data {d} was trained on" in r.stderr, \
+        r.stderr
+    assert tree_files(d) == before
+
+    # the runner: the same command after the data changed
+    shutil.copy(corpus, data)
+    s = str(tmp_path / "study")
+    args = ["--text", data, "--out", s, "--models", "1L", "--no-report"] + TINY
+    assert run(args).returncode == 0
+    with open(data, "w") as f:
+        f.write(text.replace(" lord ", " word ", 1))
+    r = run(args)
+    assert r.returncode == 2 and "holds a study of other data" in r.stderr, r.stderr
+
+    # a directory: the files the library reads, as sha256sum lists them
+    tree = tmp_path / "tree"
+    (tree / "b").mkdir(parents=True)
+    lines = text.splitlines(keepends=True)
+    (tree / "b" / "two.txt").write_text("".join(lines[: len(lines) // 2]))
+    (tree / "a.txt").write_text("".join(lines[len(lines) // 2:]))
+    (tree / "skipped.md").write_text("not read")
+    os.symlink("a.txt", tree / "link.txt")  # links are not followed
+    r = subprocess.run([TRAIN, "--check", "--text", str(tree), "--suffix", ".txt"]
+                       + STAGE_TRAIN, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    listing = "".join(f"{sha256_of(str(tree / p))}  {p}\n" for p in ("a.txt", "b/two.txt"))
+    assert json.loads(r.stdout)["data"] == {
+        "sha256": hashlib.sha256(listing.encode()).hexdigest(),
+        "bytes": len(text.encode()), "files": 2}
+
+
+def test_report_numbers_are_cjsons():
+    """report.py writes every number as the C stages' printer (cJSON) does: for doubles of
+    every kind, its value equals what libcjson itself prints, read back."""
+    import ctypes
+    import ctypes.util
+    sys.path.insert(0, os.path.dirname(REPORT))
+    import report
+    lib = ctypes.CDLL(ctypes.util.find_library("cjson") or "libcjson.so.1")
+    lib.cJSON_CreateNumber.restype = ctypes.c_void_p
+    lib.cJSON_CreateNumber.argtypes = [ctypes.c_double]
+    lib.cJSON_PrintUnformatted.restype = ctypes.c_void_p
+    lib.cJSON_PrintUnformatted.argtypes = [ctypes.c_void_p]
+    lib.cJSON_Delete.argtypes = [ctypes.c_void_p]
+    lib.cJSON_free.argtypes = [ctypes.c_void_p]
+    rng = np.random.default_rng(5)
+    values = [0.0, -0.0, 1.0, -3.0, 0.1, 1 / 3, 2.0**31 - 1, 2.0**31, -2.0**31, 1e15, 1e16,
+              12288000.0, 4.2e-310, 0.005334594032981179, float(np.float32(4.93056869506836))]
+    values += list(rng.normal(size=300) * 10.0 ** rng.integers(-8, 12, size=300))
+    values += [float(np.float32(v)) for v in rng.normal(size=100)]
+    for v in values:
+        item = lib.cJSON_CreateNumber(v)
+        p = lib.cJSON_PrintUnformatted(item)
+        text = ctypes.string_at(p).decode()
+        lib.cJSON_free(p)
+        lib.cJSON_Delete(item)
+        want = json.loads(text)
+        got = report.cjson_value(v)
+        assert got == want and type(got) is type(want), (v, text, got)
+    assert report.cjson_value(float("nan")) is None and report.cjson_value(True) is True
+
+
+def test_runner_via_slurm_array(corpus, runs, tmp_path):
+    """--via slurm: the models become a job array (OUT/sweep.sbatch, one array task a
+    model, not throttled unless --jobs is given); run here the way Slurm would, index by
+    index; the same command afterwards finds every model finished and writes the report
+    of an uninterrupted local study."""
+    d = str(tmp_path / "slurm")
+    args = ["--text", corpus, "--out", d, "--models", ",".join(MODELS), "--via", "slurm",
+            "--sbatch", "--time=10"] + TINY
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3 of 3 models not finished" in r.stdout and "submitted" not in r.stdout
+    lines = open(os.path.join(d, "sweep.sbatch")).read().splitlines()
+    assert "#SBATCH --array=0,1,2" in lines and "#SBATCH --time=10" in lines
+    assert " task --out " in lines[-1] and "--done analysis.json" in lines[-1]
+    for i in range(3):
+        t = subprocess.run(["sh", os.path.join(d, "sweep.sbatch")],
+                           env={**os.environ, "SLURM_ARRAY_TASK_ID": str(i)},
+                           capture_output=True, text=True)
+        assert t.returncode == 0, t.stdout + t.stderr
+    r = run(args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "## Checks" in r.stdout
+    got = json.load(open(os.path.join(d, "summary.json")))
+    ref = json.load(open(os.path.join(runs[2][0], "summary.json")))
+    assert strip_timings(got) == strip_timings(ref)
+    assert got["config"]["run"]["wall_seconds"] is None  # the array's time is not known here

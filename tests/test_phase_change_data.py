@@ -42,7 +42,7 @@ def script(args, cwd):
 
 def first_lines(out):
     """What the run prints before the program starts."""
-    return out.split("phase-change (libinduct")[0]
+    return out.split("study (libinduct")[0]
 
 
 def test_pin_follows_its_rule():

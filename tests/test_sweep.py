@@ -1,10 +1,12 @@
-"""induct-sweep (scripts/induct-sweep) on the main job's program: tiny phase-change runs
-of one 2-layer model for three seeds, through the local process pool, GNU parallel, the
+"""induct-sweep (scripts/induct-sweep) on the main job's per-model task: a tiny 2-layer
+model trained and analysed by the study's stages (`study/runner.py task`: study-train,
+then study-analyse) for three seeds, through the local process pool, GNU parallel, the
 Slurm job-array script (run here the way Slurm would, task by task; test_sweep_slurm.py
-submits it to a real Slurm) and an mpirun task farm; finished tasks are skipped on a
-restart, a failing task is reported and retried; the same seeds give the same summaries
-whichever way the tasks ran. Environment (tests/meson.build): INDUCT_SWEEP, PHASE_CHANGE,
-MPIRUN (may be empty)."""
+submits whole studies to a real Slurm) and an mpirun task farm; finished tasks are
+skipped on a restart, a failing task is reported and retried; the same seeds give the
+same analyses whichever way the tasks ran; --done names the file that marks a task
+finished (the study's: analysis.json). Environment (tests/meson.build): INDUCT_SWEEP,
+STUDY_RUNNER, INDUCT_BUILD_DIR, MPIRUN (may be empty)."""
 import csv
 import json
 import os
@@ -16,14 +18,22 @@ import sys
 import pytest
 
 SWEEP = os.environ["INDUCT_SWEEP"]
-EXE = os.environ["PHASE_CHANGE"]
+RUNNER = os.environ["STUDY_RUNNER"]
+BUILD = os.environ["INDUCT_BUILD_DIR"]
 MPIRUN = os.environ.get("MPIRUN", "")
 CI = os.environ.get("CI") == "true"
-TINY = ["--models", "2L", "--d-model", "8", "--heads", "1", "--batch", "1", "--steps", "6",
-        "--eval-every", "2", "--eval-batch", "4", "--block-tokens", "4096", "--warmup", "2",
-        "--no-estimate", "--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32",
-        "--window-windows", "0"]  # the window rule on the per-step curve: a second a task
-COLUMNS = "models.2L.final_eval_loss,models.2L.icl_after,config.model.seed"
+ANALYSE = ["--icl-windows", "64", "--icl-groups", "8", "--ablation-windows", "32",
+           "--window-windows", "0"]  # the window rule on the per-step curve: faster
+TRAIN = ["--model", "2L", "--d-model", "8", "--heads", "1", "--batch", "1", "--steps", "6",
+         "--eval-every", "2", "--eval-batch", "4", "--block-tokens", "4096", "--warmup", "2"]
+COLUMNS = "model.final_eval_loss,model.icl_after,config.model.seed"
+DONE = ("--done", "analysis.json")
+
+
+def task_cmd(corpus):
+    """One model's stages, as study/runner.py gives them to induct-sweep."""
+    return ([sys.executable, RUNNER, "task", "--out", "{out}", "--build", BUILD] + ANALYSE +
+            ["--train", "--text", corpus, "--seed", "{seed}"] + TRAIN)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +55,8 @@ def tasks_file(path, extra=None):
 
 
 def sweep(*args, cmd=None, corpus=None, prefix=()):
-    cmd = cmd or [EXE, "--text", corpus, "--seed", "{seed}", "--out", "{out}"] + TINY
+    if cmd is None:
+        cmd, args = task_cmd(corpus), args + DONE
     return subprocess.run([*prefix, sys.executable, SWEEP, *args, "--", *cmd],
                           capture_output=True, text=True)
 
@@ -53,15 +64,15 @@ def sweep(*args, cmd=None, corpus=None, prefix=()):
 def summaries(out, names=("seed0", "seed1", "seed2")):
     res = {}
     for n in names:
-        with open(os.path.join(out, n, "summary.json")) as f:
+        with open(os.path.join(out, n, "analysis.json")) as f:
             s = json.load(f)
-        m = s["models"]["2L"]
+        m = s["model"]
         res[n] = (m["final_eval_loss"], m["icl_after"])
     return res
 
 
 def mtimes(out):
-    return {n: os.path.getmtime(os.path.join(out, n, "summary.json"))
+    return {n: os.path.getmtime(os.path.join(out, n, "analysis.json"))
             for n in ("seed0", "seed1", "seed2")}
 
 
@@ -131,7 +142,7 @@ def test_slurm_array_script(local, corpus, tmp_path):
     tasks = tasks_file(tmp_path / "tasks.jsonl")
     out = str(tmp_path / "out")
     os.makedirs(os.path.join(out, "seed1"))
-    shutil.copy(os.path.join(local[1], "seed1", "summary.json"), os.path.join(out, "seed1"))
+    shutil.copy(os.path.join(local[1], "seed1", "analysis.json"), os.path.join(out, "seed1"))
     r = sweep("run", tasks, "--out", out, "--via", "slurm", "--jobs", "2", corpus=corpus)
     assert r.returncode == 0, r.stderr
     text = open(os.path.join(out, "sweep.sbatch")).read()
@@ -141,7 +152,7 @@ def test_slurm_array_script(local, corpus, tmp_path):
     assert lines[-1].startswith("exec ") and ' one ' in lines[-1]
     assert '"$SLURM_ARRAY_TASK_ID"' in lines[-1]
     # run the array the way Slurm would: one shell per array index (test_sweep_slurm.py
-    # submits it to a real Slurm)
+    # submits to a real Slurm)
     for i in (0, 2):
         t = subprocess.run(["sh", os.path.join(out, "sweep.sbatch")],
                            env={**os.environ, "SLURM_ARRAY_TASK_ID": str(i)},
@@ -163,13 +174,36 @@ def test_mpirun_task_farm(local, corpus, tmp_path):
     out = str(tmp_path / "out")
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1"}
-    cmd = [EXE, "--text", corpus, "--seed", "{seed}", "--out", "{out}"] + TINY
     r = subprocess.run([MPIRUN, "-np", "2", sys.executable, SWEEP, "run", tasks, "--out", out,
-                        "--via", "mpirun", "--", *cmd],
+                        "--via", "mpirun", *DONE, "--", *task_cmd(corpus)],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.count("3 of 3 tasks finished") == 1  # rank 0 reports
     assert summaries(out) == summaries(local[1])
+
+
+def test_done_names_the_finishing_file(tmp_path):
+    """--done FILE: a task is finished when its folder holds FILE (here a program that
+    writes it only on its second run); the table reads its columns from FILE."""
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text('{"name": "a", "seed": 1}\n')
+    out = str(tmp_path / "o")
+    prog = ("import os, sys; d = sys.argv[1]; m = os.path.join(d, 'mark'); "
+            "first = not os.path.exists(m); open(m, 'w').close(); "
+            "first or open(os.path.join(d, 'analysis.json'), 'w').write('{\"x\": 7}'); "
+            "sys.exit(1 if first else 0)")
+    cmd = [sys.executable, "-c", prog, "{out}"]
+    r = sweep("run", str(tasks), "--out", out, "--done", "analysis.json", "--columns", "x",
+              cmd=cmd)
+    assert r.returncode == 1 and "task a failed" in r.stderr
+    r = sweep("run", str(tasks), "--out", out, "--done", "analysis.json", "--columns", "x",
+              cmd=cmd)
+    assert r.returncode == 0, r.stderr
+    assert "1 of 1 tasks finished" in r.stdout and "| a | 1 | 7 |" in r.stdout
+    r = sweep("run", str(tasks), "--out", out, "--done", "analysis.json", cmd=cmd)
+    assert "1 tasks, 1 finished, 0 to run" in r.stdout
+    r = sweep("run", str(tasks), "--out", out, "--done", "../x", cmd=cmd)
+    assert r.returncode == 2 and "--done must be a file name" in r.stderr
 
 
 @pytest.mark.parametrize("line, needle", [

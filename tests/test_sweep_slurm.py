@@ -1,12 +1,13 @@
 """induct-sweep on a real Slurm: a single-node cluster (munged, slurmctld, slurmd; see
-tests/slurm_cluster.py) runs tiny phase-change tasks of three seeds as a job array
+tests/slurm_cluster.py) runs tiny studies of the main job (study/runner.py, one 2-layer
+model each) for three seeds as a job array
 submitted with `induct-sweep run ... --via slurm --submit`. Every task finishes with the
 same weights and summary as an uninterrupted local run; a task cancelled with scancel
 while it runs is not taken for finished, is not submitted twice while it is still in the
 queue, and the same command run again submits it alone and it finishes with the same
 result; the report is built from the run directories. Skips only where Slurm cannot
 start (not root, slurm-wlm or munge missing; under CI=true a missing package fails).
-Environment (tests/meson.build): INDUCT_SWEEP, PHASE_CHANGE."""
+Environment (tests/meson.build): INDUCT_SWEEP, STUDY_RUNNER, INDUCT_BUILD_DIR."""
 import csv
 import json
 import os
@@ -21,7 +22,7 @@ import pytest
 from slurm_cluster import hold, release, slurm  # noqa: F401  (slurm: the cluster fixture)
 
 SWEEP = os.environ["INDUCT_SWEEP"]
-EXE = os.environ["PHASE_CHANGE"]
+EXE = [sys.executable, os.environ["STUDY_RUNNER"], "--build", os.environ["INDUCT_BUILD_DIR"]]
 NAMES = ("seed0", "seed1", "seed2")
 # a few dozen steps of one small 2-layer model: about a second a task
 TINY = ["--models", "2L", "--d-model", "8", "--heads", "1", "--batch", "1", "--steps", "36",
@@ -49,7 +50,7 @@ def work(tmp_path_factory):
 
 
 def sweep(work, *args, env=None):
-    cmd = [EXE, "--text", "corpus.txt", "--seed", "{seed}", "--out", "{out}"] + TINY
+    cmd = EXE + ["--text", "corpus.txt", "--seed", "{seed}", "--out", "{out}"] + TINY
     return subprocess.run([sys.executable, SWEEP, *args, "--", *cmd], cwd=work, env=env,
                           capture_output=True, text=True, timeout=DEADLINE)
 

@@ -20,7 +20,8 @@
  * 6. Checkpoints: safetensors files (docs/checkpoint-format.md).
  * 7. Text in and out: byte-level tokenizer and generation.
  * 8. EXPERIMENTAL: hook points and the activation cache, hooks in training
- *    (docs/hooks.md). Newer than the rest; see the note at the start of that block.
+ *    (docs/hooks.md); the local learning coefficient by SGLD (docs/llc.md). Newer
+ *    than the rest; see the note at the start of that block.
  *
  * Conventions that hold for every function below (each is a testable claim):
  * - Every function that can fail returns `int`: ::INDUCT_OK (0) or a negative
@@ -2308,6 +2309,166 @@ INDUCT_API int induct_analysis_phase_window(const double *steps, const double *i
                                             const induct_phase_config *cfg, double *start_out,
                                             double *end_out, uint32_t *found_out);
 
+/* ---- statistics of the checks: batch means, paired differences, band ICL scores ---- */
+
+/**
+ * @brief Mean of `n` batch values and its standard error by batch means.
+ *
+ * Each value is the mean of one batch (a group) of measurements, e.g. the ICL score of
+ * one group of evaluation windows. The batches are taken as independent, so the
+ * standard error of their mean is the sample standard deviation of the values over
+ * √n: `mean = (Σ x_i) / n`, `se = sqrt(Σ (x_i − mean)² / (n − 1) / n)`, summed in
+ * index order in double precision. Correlated measurements (overlapping windows of one
+ * stretch of text) stay inside a batch; this is the method of batch means (Law and
+ * Kelton, *Simulation Modeling and Analysis*, "batch means"). docs/analysis.md,
+ * "Standard errors".
+ * @param x `[n]` finite values (any unit; the results have the same unit).
+ * @param n Number of batches, ≥ 1.
+ * @param[out] mean_out The mean (not NULL).
+ * @param[out] se_out Its standard error; NaN when n = 1 (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, n = 0, a non-finite value).
+ *         Nothing is written on failure.
+ * @since 0.2 Thread-safe.
+ */
+INDUCT_API int induct_analysis_batch_means(const double *x, size_t n, double *mean_out,
+                                           double *se_out);
+
+/**
+ * @brief Mean of the paired differences `a[i] − b[i]` and its standard error: the
+ * difference of two figures measured on the same batches (two models, or a model with
+ * and without an ablation, on the same groups of windows), whose shared sampling error
+ * cancels. The same arithmetic as induct_analysis_batch_means() on the differences
+ * (each difference rounded to double first). docs/analysis.md, "Standard errors".
+ * @param a `[n]` finite values of the first figure, one per batch.
+ * @param b `[n]` finite values of the second figure on the same batches.
+ * @param n Number of batches, ≥ 1.
+ * @param[out] mean_out Mean difference (not NULL).
+ * @param[out] se_out Its standard error; NaN when n = 1 (not NULL).
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, n = 0, a non-finite value).
+ *         Nothing is written on failure.
+ * @since 0.2 Thread-safe.
+ */
+INDUCT_API int induct_analysis_paired_difference(const double *a, const double *b, size_t n,
+                                                 double *mean_out, double *se_out);
+
+/**
+ * @brief The band ICL estimator on a loss-by-position curve: the ICL score (ICL paper,
+ * "Key Concepts": loss of the `late`-th token minus loss of the `early`-th token) with
+ * each of the two losses averaged over the `2·band + 1` context indices centred on it:
+ * `(Σ_k L[late − 1 − band + k] − Σ_k L[early − 1 − band + k]) / (2·band + 1)`, k = 0 …
+ * 2·band, each sum in double precision in index order. `band = 0` is the single-token
+ * score `L[late − 1] − L[early − 1]`. Averaging neighbouring tokens lowers the variance
+ * of the estimate; the band is our choice (docs/analysis.md, "The band ICL
+ * estimator").
+ * @param curve `[len]` losses by context index (nats), e.g. from
+ *              induct_analysis_loss_by_position(); the indices outside the two bands
+ *              are not read (they may be NaN).
+ * @param len Length of `curve` (seq_len − 1).
+ * @param early The early token, ≥ 1 (default of the ICL score: 50).
+ * @param late The late token, > early (500).
+ * @param band Half-width W of each band; needs `band < early` and `late + band ≤ len`.
+ * @param[out] icl_out The estimate in nats (not NULL); negative means the model uses
+ *             context.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL pointer, early = 0, late ≤ early, a
+ *         non-finite loss in a band); ::INDUCT_ERANGE (a band outside the curve).
+ * @since 0.2 Thread-safe.
+ */
+INDUCT_API int induct_analysis_icl_band(const float *curve, size_t len, uint32_t early,
+                                        uint32_t late, uint32_t band, double *icl_out);
+
+/**
+ * @brief Settings of induct_analysis_icl_groups(). Size-prefixed; fields only appended.
+ * @since 0.2
+ */
+typedef struct induct_icl_groups_config {
+    size_t size;           /**< `sizeof(induct_icl_groups_config)` as the caller compiled it. */
+    uint32_t n_groups;     /**< Groups G, ≥ 1 (a standard error needs ≥ 2). Default 32. */
+    uint32_t per_group;    /**< Windows per group, ≥ 1. Group g is batch g of `per_group`
+                                windows of the split (induct_eval_config.batch_index = g):
+                                windows g·per_group … (g + 1)·per_group − 1 of the dataset's
+                                evaluation order. Default 256. */
+    uint32_t seq_len;      /**< Tokens per window; 0 means the model's n_ctx. Default 0. */
+    uint32_t chunk;        /**< Bound on the sequences per forward pass (as
+                                induct_eval_config.chunk; used as min(chunk, per_group)).
+                                Default 8. */
+    uint32_t early;        /**< The early token. Default 50. */
+    uint32_t late;         /**< The late token. Default 500. */
+    uint32_t band;         /**< Half-width W of the bands (induct_analysis_icl_band()).
+                                Default 5. */
+    uint32_t split;        /**< ::INDUCT_SPLIT_EVAL or ::INDUCT_SPLIT_TRAIN. Default
+                                ::INDUCT_SPLIT_EVAL. */
+    uint32_t curve_groups; /**< The first `curve_groups` groups are evaluated at every
+                                position and their mean loss-by-position curve is returned
+                                (≤ n_groups); the others only at the two bands. Default 0. */
+    uint32_t reserved0;    /**< Must be 0. */
+} induct_icl_groups_config;
+
+/**
+ * @brief Write the defaults into a groups config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL).
+ * @param size `sizeof(induct_icl_groups_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the struct's or
+ *         above 4096).
+ * @since 0.2 Thread-safe.
+ */
+INDUCT_API int induct_icl_groups_config_init(induct_icl_groups_config *cfg, size_t size);
+
+/**
+ * @brief Result of induct_analysis_icl_groups(). An output struct: the caller sets
+ * `size`; the library fills the fields that fit. @since 0.2
+ */
+typedef struct induct_icl_estimate {
+    size_t size;         /**< `sizeof(induct_icl_estimate)` as the caller compiled it. */
+    double icl;          /**< Band estimate: the mean of the groups' band ICL scores (nats). */
+    double icl_se;       /**< Its standard error by batch means; NaN for one group. */
+    double icl_token;    /**< Single-token estimate: mean of the groups' L[late−1] − L[early−1]. */
+    double icl_token_se; /**< Its standard error by batch means; NaN for one group. */
+    uint32_t n_groups;   /**< Groups evaluated. */
+    uint32_t per_group;  /**< Windows per group. */
+} induct_icl_estimate;
+
+/**
+ * @brief The ICL score of a model over groups of evaluation windows, with standard
+ * errors by batch means (ICL paper, "Key Concepts"; the estimator and the grouping are
+ * ours: docs/analysis.md, "Standard errors").
+ *
+ * For each group g the loss-by-position curve of its `per_group` windows is computed as
+ * induct_analysis_loss_vectors() computes its average (ablations in force apply) — at
+ * every context index for the first `curve_groups` groups, at the two bands only
+ * (induct_eval_config.positions) for the others, which gives the same bits at the
+ * bands — and its band score (induct_analysis_icl_band()) and single-token score are
+ * taken. The estimates are the means of the group scores, their standard errors by
+ * batch means (induct_analysis_batch_means()); the mean of the group band scores equals
+ * the band score of all windows' average curve. Figures measured on the same groups
+ * (two models, an ablation) compare with induct_analysis_paired_difference() on
+ * `group_icl_out`.
+ * @param model   The model; weights and ablations are not changed.
+ * @param dataset Source of the windows; its vocabulary must fit the model's.
+ * @param cfg     Settings; NULL means the defaults.
+ * @param[out] out The estimates (not NULL; `out->size` set by the caller).
+ * @param group_icl_out `[n_groups]` the groups' band scores (nats), or NULL with
+ *                      `group_cap` 0.
+ * @param group_cap Capacity of `group_icl_out` in doubles.
+ * @param curve_out `[seq_len − 1]` the mean loss-by-position curve of the first
+ *                  `curve_groups` groups (nats; each group's float curve averaged in
+ *                  double), or NULL with `curve_cap` 0; needs `curve_groups` ≥ 1.
+ * @param curve_cap Capacity of `curve_out` in doubles.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model, dataset or out; a zero count; a NULL
+ *         buffer with capacity; `curve_out` without `curve_groups` or the reverse;
+ *         `curve_groups` > n_groups; bad early/late; reserved0 ≠ 0);
+ *         ::INDUCT_ERANGE (seq_len outside [2, n_ctx], a band outside the context);
+ *         ::INDUCT_EBUFSIZE; ::INDUCT_EABI; ::INDUCT_EINTERRUPTED
+ *         (induct_model_interrupt() between two groups); the errors of
+ *         induct_analysis_loss_vectors(). `out` and the buffers are written only on
+ *         success.
+ * @since 0.2 One thread per model.
+ */
+INDUCT_API int induct_analysis_icl_groups(induct_model *model, const induct_dataset *dataset,
+                                          const induct_icl_groups_config *cfg,
+                                          induct_icl_estimate *out, double *group_icl_out,
+                                          size_t group_cap, double *curve_out,
+                                          size_t curve_cap);
+
 /** @} */
 
 /* ------------------------------------------------------------------------ */
@@ -2974,6 +3135,298 @@ INDUCT_API int induct_train_step_tokens_with_hooks(induct_optimizer *optimizer,
  */
 INDUCT_API int induct_model_hook_batch_index(const induct_model *model, uint32_t *first_out,
                                              uint32_t *batch_out);
+/** @} */
+
+/* ------------------------------------------------------------------------ */
+/** @defgroup llc The local learning coefficient (experimental)
+ *
+ * The local learning coefficient (LLC) λ(w*) of singular learning theory measures the
+ * effective dimensionality of the loss basin at the weights w*: the volume of the set
+ * {w near w* : L(w) − L(w*) < ε} scales as ε^λ (Watanabe 2009; Lau et al. 2023,
+ * *The Local Learning Coefficient: A Singularity-Aware Complexity Measure*). A regular
+ * minimum in d dimensions has λ = d/2; a degenerate one less. Hoogland et al. 2024
+ * (*The Developmental Landscape of In-Context Learning*) follow it over training,
+ * and Wang et al. 2024 (*Differentiation and Specialization of Attention Heads via the
+ * Refined Local Learning Coefficient*) restrict it to one head's weights.
+ *
+ * The estimator (Lau et al., Section 4; as the devinterp library computes it): from
+ * w*, each of `chains` chains runs stochastic-gradient Langevin dynamics (Welling &
+ * Teh 2011) on minibatches,
+ *
+ *     w ← w − (ε/2)·(nβ·∇L_m(w) + γ·(w − w*)) + √ε·ξ,   ξ ~ N(0, I),
+ *
+ * only on the coordinates of a mask (the others stay at w*: the weight-refined LLC).
+ * The loss L_m(w) of each step's minibatch, taken before the step, is recorded at
+ * every `every`-th step after `burnin`; a chain's estimate is
+ *
+ *     λ̂ = nβ·(mean of its recorded losses − L(w*)),
+ *
+ * with L(w*) the mean loss over `init_batches` fixed minibatches at w* (or, with
+ * `paired`, each recorded loss less the same minibatch's loss at w*). The result
+ * reports the mean and the standard deviation over chains, every chain's loss trace,
+ * the fraction of draws below L(w*) and, optionally, the Metropolis-adjusted Langevin
+ * (MALA) acceptance rate of the steps. docs/llc.md has the definitions, every parameter,
+ * the diagnostics, the tests against known learning coefficients and where this
+ * implementation differs from devinterp.
+ *
+ * Determinism: the noise of coordinate k (in storage order among the sampled ones) at
+ * step t of chain c and the minibatch of that step are functions of (seed, c, t, k)
+ * and (batch_offset, c, t) only, so a result is bit-identical for the same seed, config
+ * and weights at any thread count and under any OpenMP settings of the host; the same
+ * config samples the same noise and batches at every checkpoint of a training run; and
+ * a run with fewer draws is a prefix of one with more.
+ *  @{ */
+
+/** nβ = m / ln m with m = `batch`, the sequences of a minibatch (devinterp's
+ *  `default_nbeta(dataloader)`). @since 0.2 */
+#define INDUCT_LLC_NBETA_BATCH 0u
+/** nβ = m / ln m with m = the scored tokens of a minibatch (`batch` × `seq_len − 1`,
+ *  or `batch` when the dataset scores one position per sequence). @since 0.2 */
+#define INDUCT_LLC_NBETA_TOKENS 1u
+/** nβ = n / ln n with n = `n_data`, the size of the training set (Lau et al.: the
+ *  inverse temperature β* = 1 / ln n). @since 0.2 */
+#define INDUCT_LLC_NBETA_DATA 2u
+/** nβ = `nbeta` as given. @since 0.2 */
+#define INDUCT_LLC_NBETA_FIXED 3u
+
+/**
+ * @brief Settings of induct_llc_estimate() and induct_llc_sample(). Size-prefixed;
+ * fields only appended. The defaults are devinterp's (`estimate_learning_coeff` with
+ * SGLD: lr 0.01, no localisation, `default_nbeta`) with its newer 4 chains × 200 draws
+ * and batch 32: a starting point for a calibration (docs/llc.md), not a recommendation.
+ * @since 0.2
+ */
+typedef struct induct_llc_config {
+    size_t size;            /**< `sizeof(induct_llc_config)` as the caller compiled it. */
+    uint32_t chains;        /**< Independent chains, 1 … 2^20. Default 4. */
+    uint32_t draws;         /**< Recorded losses per chain, ≥ 1. Default 200. */
+    uint32_t burnin;        /**< Steps before the first recorded loss. Default 0. */
+    uint32_t every;         /**< Steps per recorded loss, ≥ 1 (devinterp's
+                                 `num_steps_bw_draws`). A chain runs
+                                 `burnin + draws·every` < 2^32 steps. Default 1. */
+    uint32_t batch;         /**< m: sequences per minibatch (induct_llc_estimate()); for
+                                 induct_llc_sample() only the m of the nβ rules. Default 32. */
+    uint32_t seq_len;       /**< Tokens per sequence, 2 … n_ctx; 0 means n_ctx (ignored by
+                                 induct_llc_sample()). Default 0. */
+    uint32_t init_batches;  /**< K: minibatches whose mean loss at w* is L(w*); 0 means
+                                 `chains` (as devinterp). Default 0. */
+    uint32_t nbeta_rule;    /**< `INDUCT_LLC_NBETA_*`. Default ::INDUCT_LLC_NBETA_BATCH. */
+    double nbeta;           /**< nβ with ::INDUCT_LLC_NBETA_FIXED, finite, > 0. Default 0. */
+    double n_data;          /**< n with ::INDUCT_LLC_NBETA_DATA, finite, > 1. Default 0. */
+    double epsilon;         /**< ε, the step size, finite, > 0. Default 0.01. */
+    double gamma;           /**< γ, the localisation strength (a Gaussian prior of
+                                 precision γ centred at w*), finite, ≥ 0. Default 0. */
+    double max_increase;    /**< A chain has diverged when a recorded minibatch loss
+                                 exceeds L(w*) by more than this (nats); 0 means only a
+                                 non-finite loss or gradient counts. Finite, ≥ 0. Default 0. */
+    uint64_t seed;          /**< Seed of the Gaussian noise. Default 0. */
+    uint64_t batch_offset;  /**< Minibatch indices: batch k of L(w*) is dataset batch
+                                 `batch_offset + k`; step t of chain c is batch
+                                 `batch_offset + (c + 1)·2^32 + t` (modulo 2^64).
+                                 Default 0. */
+    uint32_t split;         /**< ::INDUCT_SPLIT_TRAIN (the training loss, as the LLC is
+                                 defined) or ::INDUCT_SPLIT_EVAL. Default train. */
+    uint32_t mala;          /**< 1: compute the MALA acceptance rate of every step (a
+                                 diagnostic; the chain is not changed). Default 0. */
+    uint32_t paired;        /**< 1: the paired estimate (not in devinterp): each recorded
+                                 loss is compared with the loss of the same minibatch at
+                                 w*, λ̂ = nβ·mean(L_m(w_t) − L_m(w*)); the same expectation,
+                                 without the minibatch-to-minibatch spread of the loss
+                                 (dominant with small minibatches of text), for one
+                                 forward pass more per draw. 0: λ̂ = nβ·(mean L_m(w_t) −
+                                 L(w*)) as devinterp. Default 0. */
+    uint32_t reserved0;     /**< Must be 0. */
+} induct_llc_config;
+
+/**
+ * @brief Write the defaults into an LLC config of `size` bytes.
+ * @param cfg  The struct to fill (not NULL). Untouched on failure.
+ * @param size `sizeof(induct_llc_config)` as the caller compiled it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (size below the struct or
+ *         above 4096).
+ * @since 0.2 Thread-safe.
+ */
+INDUCT_API int induct_llc_config_init(induct_llc_config *cfg, size_t size);
+
+/** @brief Opaque result of an LLC estimate: per-chain values and loss traces, read with
+ *  induct_llc_result_summary() and induct_llc_result_get(), released with
+ *  induct_llc_result_free(). @since 0.2 */
+typedef struct induct_llc_result induct_llc_result;
+
+/**
+ * @brief A potential for induct_llc_sample(): the loss and its gradient at `w`.
+ * @param user The pointer given to induct_llc_sample().
+ * @param w `[dim]` the current weights (the sampled coordinates move, the others stay
+ *        at w*); valid during the call only.
+ * @param dim The dimension.
+ * @param batch Index of the minibatch (see ::induct_llc_config::batch_offset); a
+ *        potential without data ignores it.
+ * @param[out] loss_out The loss L(w) (any finite value; a non-finite one ends the run
+ *        as a divergence).
+ * @param[out] grad_out `[dim]` ∇L(w), zeroed before the call; only the sampled
+ *        coordinates are read.
+ * @return 0 to go on; a negative ::induct_status ends the run with that status, a
+ *         positive value with ::INDUCT_EINTERRUPTED.
+ * @since 0.2
+ */
+typedef int (*induct_llc_potential_fn)(void *user, const double *w, size_t dim, uint64_t batch,
+                                       double *loss_out, double *grad_out);
+
+/**
+ * @brief Estimate the LLC of a model at its current weights (see the group's
+ * description for the update and the estimate).
+ *
+ * Every step runs the model's forward and backward pass on `batch` sequences of
+ * `seq_len` tokens of `dataset` (batch indices as ::induct_llc_config::batch_offset
+ * says; the positions a training step scores, the mean loss in nats). The chain state is
+ * double, evaluated at its float32 rounding.
+ * @param[out] out The result, owned by the caller (induct_llc_result_free()); NULL on
+ *        failure.
+ * @param model The model at w*. Its weights are restored bit for bit before the call
+ *        returns, also on failure; its gradient buffer and workspace are overwritten.
+ * @param dataset Minibatches (only read).
+ * @param mask `[n_params]` bytes in storage order (induct_model_tensor_info()), 1 =
+ *        sampled, 0 = held at w*; NULL means every parameter (then `mask_len` is 0).
+ *        induct_llc_mask_select() builds masks by name and by head.
+ * @param mask_len n_params, or 0 with a NULL mask.
+ * @param cfg Settings; NULL means the defaults.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL model or dataset, a mask entry other than
+ *         0/1 or an empty mask, a dataset vocabulary above d_vocab, a bad setting: zero
+ *         chains, draws, every or batch, a non-positive or non-finite ε, nβ or n_data, a
+ *         negative γ, an nβ rule with m < 2, an unknown rule or split, mala or paired not
+ *         0/1, reserved0 ≠ 0);
+ *         ::INDUCT_ERANGE (seq_len outside [2, n_ctx], a mask length other than
+ *         n_params); ::INDUCT_EABI; ::INDUCT_ELIMIT (too many steps, a workspace or
+ *         chain state beyond the model's `max_bytes`); ::INDUCT_ENOMEM;
+ *         ::INDUCT_ENUMERIC (a chain diverged: a non-finite loss or gradient, or a loss
+ *         more than `max_increase` above L(w*); the message names the chain and step;
+ *         no estimate is returned); ::INDUCT_EINTERRUPTED (induct_model_interrupt());
+ *         ::INDUCT_ESTATE (a head is ablated: the backward pass refuses ablations, clear
+ *         them first); the dataset's errors (e.g. ::INDUCT_ERANGE for a window too long for
+ *         it).
+ * @since 0.2 Uses the model's workspace and its `n_threads`: one thread per model.
+ */
+INDUCT_API int induct_llc_estimate(induct_llc_result **out, induct_model *model,
+                                   const induct_dataset *dataset, const uint8_t *mask,
+                                   size_t mask_len, const induct_llc_config *cfg);
+
+/**
+ * @brief Estimate the LLC of a caller's potential at `w_star` with the same sampler: the
+ * estimator on its own, for potentials whose learning coefficient is known.
+ * `batch`, `seq_len` and `split` of the config play no part except m in the nβ rules
+ * (::INDUCT_LLC_NBETA_TOKENS counts `batch` samples).
+ * @param[out] out The result (induct_llc_result_free()); NULL on failure.
+ * @param fn The potential, called once per minibatch of L(w*) and once per step, on the
+ *        calling thread.
+ * @param user Passed to `fn`.
+ * @param w_star `[dim]` finite; copied.
+ * @param dim ≥ 1, ≤ 2^34.
+ * @param mask `[dim]` bytes, 1 = sampled, or NULL for every coordinate.
+ * @param cfg Settings; NULL means the defaults.
+ * @return as induct_llc_estimate() for the settings and divergence; ::INDUCT_EINVAL
+ *         (NULL fn or w_star, dim 0, a non-finite w_star); the potential's own negative
+ *         status; ::INDUCT_EINTERRUPTED when it returned a positive value.
+ * @since 0.2 Thread-safe (nothing is shared between calls).
+ */
+INDUCT_API int induct_llc_sample(induct_llc_result **out, induct_llc_potential_fn fn, void *user,
+                                 const double *w_star, size_t dim, const uint8_t *mask,
+                                 const induct_llc_config *cfg);
+
+/**
+ * @brief Mark parameters in a mask for induct_llc_estimate(), by TransformerLens name.
+ *
+ * With `head` = −1: the tensor `name` (`"blocks.1.attn.W_Q"`), or every tensor under
+ * the prefix `name` (`"blocks.1.attn"`, `"blocks.0"`, `"embed"`), or every tensor for
+ * `""`. With `head` = h ≥ 0: head h's slice of the tensors with a head axis —
+ * under an attention prefix (`"blocks.1.attn"`, or `"blocks.1"`) that head's
+ * `W_Q[h]`, `W_K[h]`, `W_V[h]` and `W_O[h]` (the weights Wang et al. 2024 refine a
+ * head's LLC to; its biases are added by naming them: `"blocks.1.attn.b_Q"` with h),
+ * or of the one tensor named. Entries are set to 1 (OR with what the mask holds);
+ * nothing is cleared.
+ * @param model The model (only read).
+ * @param name A tensor name or a prefix ending before a `.`; "" for all.
+ * @param head −1, or a head index < n_heads.
+ * @param[in,out] mask `[n_params]` bytes in storage order. Untouched on failure.
+ * @param mask_len Must be n_params.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL, head < −1, a head of a named tensor
+ *         without a head axis); ::INDUCT_ERANGE (mask_len ≠ n_params, head ≥ n_heads,
+ *         no tensor matches).
+ * @since 0.2 Thread-safe (the model is only read).
+ */
+INDUCT_API int induct_llc_mask_select(const induct_model *model, const char *name, int32_t head,
+                                      uint8_t *mask, size_t mask_len);
+
+/**
+ * @brief Scalars of an LLC result. Filled by induct_llc_result_summary() up to the
+ * caller's `size`. @since 0.2
+ */
+typedef struct induct_llc_summary {
+    size_t size;          /**< `sizeof(induct_llc_summary)` as the caller compiled it (set it). */
+    double llc_mean;      /**< Mean of the chains' λ̂. */
+    double llc_std;       /**< Sample standard deviation of the chains' λ̂ (n − 1); NaN
+                               with one chain. */
+    double llc_se;        /**< Its standard error, llc_std / √chains; NaN with one chain. */
+    double init_loss;     /**< L(w*), nats. */
+    double nbeta;         /**< The nβ used. */
+    double below_init;    /**< Fraction of all draws whose loss is below L(w*) (paired:
+                               below the same minibatch's loss at w*). */
+    double mala_accept;   /**< Mean MALA acceptance probability over chains and steps;
+                               NaN unless `mala` was set. */
+    uint64_t n_sampled;   /**< Coordinates sampled (the mask's ones). */
+    uint32_t chains;      /**< As configured. */
+    uint32_t draws;       /**< Recorded losses per chain. */
+    uint32_t steps;       /**< Steps per chain, burnin + draws·every. */
+    uint32_t init_batches;/**< K, the minibatches of L(w*). */
+    uint32_t paired;      /**< 1 for a paired estimate (::induct_llc_config::paired). */
+    uint32_t reserved0;   /**< 0. */
+} induct_llc_summary;
+
+/**
+ * @brief The scalars of a result.
+ * @param result The result.
+ * @param[in,out] out Struct whose `size` the caller sets; filled up to it.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL); ::INDUCT_EABI (bad `size`).
+ * @since 0.2 Thread-safe (the result is only read).
+ */
+INDUCT_API int induct_llc_result_summary(const induct_llc_result *result,
+                                         induct_llc_summary *out);
+
+/** induct_llc_result_get(): λ̂ of every chain, `[chains]`. @since 0.2 */
+#define INDUCT_LLC_CHAIN_LLC 0u
+/** induct_llc_result_get(): the recorded losses, `[chains][draws]` (nats). @since 0.2 */
+#define INDUCT_LLC_DRAW_LOSSES 1u
+/** induct_llc_result_get(): the losses of the burn-in steps, `[chains][burnin]` (nats;
+ *  with `every` = 1 they and the draws are every step's loss). @since 0.2 */
+#define INDUCT_LLC_BURNIN_LOSSES 2u
+/** induct_llc_result_get(): per chain, the fraction of draws below L(w*) (paired: below
+ *  their minibatch's loss at w*), `[chains]`. @since 0.2 */
+#define INDUCT_LLC_CHAIN_BELOW 3u
+/** induct_llc_result_get(): per chain, the mean MALA acceptance, `[chains]` (NaN without
+ *  `mala`). @since 0.2 */
+#define INDUCT_LLC_CHAIN_MALA 4u
+/** induct_llc_result_get(): the loss at w* of each of the K minibatches, `[K]`. @since 0.2 */
+#define INDUCT_LLC_INIT_LOSSES 5u
+/** induct_llc_result_get(): with `paired`, the loss at w* of each draw's minibatch,
+ *  `[chains][draws]` (nats). @since 0.2 */
+#define INDUCT_LLC_DRAW_REF_LOSSES 6u
+
+/**
+ * @brief Copy one array of a result out.
+ * @param result The result.
+ * @param which `INDUCT_LLC_CHAIN_LLC`, `…_DRAW_LOSSES`, `…_BURNIN_LOSSES`, `…_CHAIN_BELOW`,
+ *        `…_CHAIN_MALA`, `…_INIT_LOSSES` or `…_DRAW_REF_LOSSES`.
+ * @param[out] out Buffer of `out_cap` doubles, or NULL to ask for the length.
+ * @param out_cap Capacity of `out`.
+ * @param[out] out_len Elements of the array (set also on ::INDUCT_EBUFSIZE), or NULL.
+ * @return ::INDUCT_OK; ::INDUCT_EINVAL (NULL result, unknown `which`,
+ *         `…_DRAW_REF_LOSSES` of an estimate that was not paired); ::INDUCT_EBUFSIZE.
+ * @since 0.2 Thread-safe (the result is only read).
+ */
+INDUCT_API int induct_llc_result_get(const induct_llc_result *result, uint32_t which,
+                                     double *out, size_t out_cap, size_t *out_len);
+
+/** @brief Release a result. @param result The result, or NULL (a no-op). @since 0.2 */
+INDUCT_API void induct_llc_result_free(induct_llc_result *result);
 /** @} */
 
 #ifdef __cplusplus

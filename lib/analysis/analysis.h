@@ -1,8 +1,8 @@
 /* lib/analysis: what the library measures on a model: the evaluation set and the ICL
  * score, attention read-outs, probes and head scores, weight-based scores, head ablation
- * and attribution, key-value read-outs, PCA. Private: never installed. Includes the
- * wings below it: core, kernels (products and LAPACK through the one serial rule), model
- * and data. */
+ * and attribution, key-value read-outs, PCA, the local learning coefficient (llc.c, which
+ * declares nothing here). Private: never installed. Includes the wings below it: core,
+ * kernels (products and LAPACK through the one serial rule), model and data. */
 #ifndef INDUCT_ANALYSIS_H
 #define INDUCT_ANALYSIS_H
 

@@ -115,5 +115,8 @@ uint64_t induct__rng_below(induct__rng *r, uint64_t n);
 double induct__rng_uniform(induct__rng *r);
 /* Standard normal (Box–Muller, both values used in order). */
 double induct__rng_normal(induct__rng *r);
+/* Two independent standard normals from one Box–Muller transform (the cosine and the
+ * sine of the same two uniforms; *z0 is what induct__rng_normal() would return). */
+void induct__rng_normal_pair(induct__rng *r, double *z0, double *z1);
 
 #endif

@@ -59,3 +59,12 @@ double induct__rng_normal(induct__rng *r) {
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
+
+void induct__rng_normal_pair(induct__rng *r, double *z0, double *z1) {
+    double u1 = induct__rng_uniform(r);
+    double u2 = induct__rng_uniform(r);
+    if (u1 < 1e-300) u1 = 1e-300;
+    double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+    *z0 = rad * cos(th);
+    *z1 = rad * sin(th);
+}

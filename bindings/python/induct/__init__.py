@@ -13,7 +13,8 @@ from ._errors import (ABIMismatch, ArgumentOutOfRange, BufferTooSmall, FormatErr
                       InductError, Interrupted, InvalidArgument, IOFailure, LimitExceeded,
                       NotSupported, NumericError, OutOfMemory, OutOfRange, StateError)
 from .analysis import (HEAD_CLASSES, PCA, Ablation, Attribution, HeadClassification,
-                       LossVectors, PhaseWindow, classify_heads, pca, pca_trajectories,
+                       IclGroups, LossVectors, MeanSE, PhaseWindow, batch_means,
+                       classify_heads, icl_band, paired_difference, pca, pca_trajectories,
                        phase_window)
 from .hooks import ActivationCache, act_name
 from .hook_point import HookPoint
@@ -24,6 +25,7 @@ from .core import (KV_INFO_COLUMNS, TEXT_BOS, Dataset, Model, Optimizer, read_me
                    read_tokens, write_tokens)
 from .tokenizer import ByteTokenizer, SentencePieceTokenizer
 from .distributed import Comm, ThreadRanks
+from .llc import LLCResult, llc_sample
 
 __version__ = _lib.induct_version_string().decode()
 library_path = _lib._induct_path
@@ -80,4 +82,5 @@ __all__ = ["Model", "Optimizer", "Dataset", "Comm", "ThreadRanks", "read_metrics
            "classify_heads", "ArgumentOutOfRange", "ByteTokenizer", "SentencePieceTokenizer",
            "status_message", "build_features", "last_error", "clear_error", "version_number",
            "ActivationCache", "act_name", "HookPoint", "FactoredMatrix",
-           "HookedTransformerConfig", "CachePlan", "CacheTooLarge"]
+           "HookedTransformerConfig", "CachePlan", "CacheTooLarge", "IclGroups", "MeanSE",
+           "batch_means", "paired_difference", "icl_band", "LLCResult", "llc_sample"]

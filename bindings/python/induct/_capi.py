@@ -227,6 +227,23 @@ class PhaseConfig(_Sized):
     ]
 
 
+class IclGroupsConfig(_Sized):
+    _init_fn = "induct_icl_groups_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("n_groups", c_uint32), ("per_group", c_uint32),
+        ("seq_len", c_uint32), ("chunk", c_uint32), ("early", c_uint32), ("late", c_uint32),
+        ("band", c_uint32), ("split", c_uint32), ("curve_groups", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+class IclEstimate(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("icl", c_double), ("icl_se", c_double), ("icl_token", c_double),
+        ("icl_token_se", c_double), ("n_groups", c_uint32), ("per_group", c_uint32),
+    ]
+
+
 class ClassifyConfig(_Sized):
     _init_fn = "induct_classify_config_init"
     _fields_ = [
@@ -273,15 +290,45 @@ class GenerateConfig(_Sized):
     ]
 
 
+# ---- the local learning coefficient ----
+class LLCConfig(_Sized):
+    _init_fn = "induct_llc_config_init"
+    _fields_ = [
+        ("size", c_size_t), ("chains", c_uint32), ("draws", c_uint32), ("burnin", c_uint32),
+        ("every", c_uint32), ("batch", c_uint32), ("seq_len", c_uint32),
+        ("init_batches", c_uint32), ("nbeta_rule", c_uint32), ("nbeta", c_double),
+        ("n_data", c_double), ("epsilon", c_double), ("gamma", c_double),
+        ("max_increase", c_double), ("seed", c_uint64), ("batch_offset", c_uint64),
+        ("split", c_uint32), ("mala", c_uint32), ("paired", c_uint32), ("reserved0", c_uint32),
+    ]
+
+
+class LLCSummary(ctypes.Structure):
+    _fields_ = [
+        ("size", c_size_t), ("llc_mean", c_double), ("llc_std", c_double), ("llc_se", c_double),
+        ("init_loss", c_double), ("nbeta", c_double), ("below_init", c_double),
+        ("mala_accept", c_double), ("n_sampled", c_uint64), ("chains", c_uint32),
+        ("draws", c_uint32), ("steps", c_uint32), ("init_batches", c_uint32),
+        ("paired", c_uint32), ("reserved0", c_uint32),
+    ]
+
+
+#: induct_llc_potential_fn(user, w, dim, batch, loss_out, grad_out)
+LLC_POTENTIAL_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(c_double), c_size_t, c_uint64,
+                                    POINTER(c_double), POINTER(c_double))
+
+
 #: Every struct mirrored here, for the layout test against the C headers.
 STRUCTS = {"induct_model_config": ModelConfig, "induct_rrt_config": RRTConfig,
            "induct_train_config": TrainConfig, "induct_progress": Progress,
            "induct_eval_config": EvalConfig, "induct_probe_config": ProbeConfig,
            "induct_phase_config": PhaseConfig, "induct_classify_config": ClassifyConfig,
+           "induct_icl_groups_config": IclGroupsConfig, "induct_icl_estimate": IclEstimate,
            "induct_kv_config": KVConfig, "induct_text_config": TextConfig,
            "induct_token_file_config": TokenFileConfig,
            "induct_generate_config": GenerateConfig, "induct_hook": Hook,
-           "induct_comm": Comm}
+           "induct_comm": Comm, "induct_llc_config": LLCConfig,
+           "induct_llc_summary": LLCSummary}
 
 P = c_void_p  # opaque handles travel as void*
 PP = POINTER(c_void_p)
@@ -402,6 +449,14 @@ FUNCTIONS = [
     ("induct_phase_config_init", [POINTER(PhaseConfig), c_size_t], c_int),
     ("induct_analysis_phase_window", [c_double_p, c_double_p, c_size_t, POINTER(PhaseConfig),
                                       c_double_p, c_double_p, c_uint32_p], c_int),
+    ("induct_analysis_batch_means", [c_double_p, c_size_t, c_double_p, c_double_p], c_int),
+    ("induct_analysis_paired_difference", [c_double_p, c_double_p, c_size_t, c_double_p,
+                                           c_double_p], c_int),
+    ("induct_analysis_icl_band", [c_float_p, c_size_t, c_uint32, c_uint32, c_uint32,
+                                  c_double_p], c_int),
+    ("induct_icl_groups_config_init", [POINTER(IclGroupsConfig), c_size_t], c_int),
+    ("induct_analysis_icl_groups", [P, P, POINTER(IclGroupsConfig), POINTER(IclEstimate),
+                                    c_double_p, c_size_t, c_double_p, c_size_t], c_int),
     ("induct_classify_config_init", [POINTER(ClassifyConfig), c_size_t], c_int),
     ("induct_analysis_classify_heads", [c_float_p, c_float_p, c_float_p, c_float_p, c_size_t,
                                         POINTER(ClassifyConfig), c_uint32_p, c_size_t,
@@ -435,6 +490,15 @@ FUNCTIONS = [
     ("induct_generate_config_init", [POINTER(GenerateConfig), c_size_t], c_int),
     ("induct_model_generate", [P, c_int32_p, c_uint32, POINTER(GenerateConfig), c_int32_p,
                                c_size_t, c_size_t_p], c_int),
+    # ---- the local learning coefficient ----
+    ("induct_llc_config_init", [POINTER(LLCConfig), c_size_t], c_int),
+    ("induct_llc_estimate", [PP, P, P, c_void_p, c_size_t, POINTER(LLCConfig)], c_int),
+    ("induct_llc_sample", [PP, LLC_POTENTIAL_FN, c_void_p, c_double_p, c_size_t, c_void_p,
+                           POINTER(LLCConfig)], c_int),
+    ("induct_llc_mask_select", [P, c_char_p, c_int32, c_void_p, c_size_t], c_int),
+    ("induct_llc_result_summary", [P, POINTER(LLCSummary)], c_int),
+    ("induct_llc_result_get", [P, c_uint32, c_double_p, c_size_t, c_size_t_p], c_int),
+    ("induct_llc_result_free", [P], None),
 ]
 
 
@@ -672,6 +736,38 @@ def comm_table(rank, n_ranks, sendrecv, barrier, abort, raised):
 def comm_address(table):
     """The address of an induct_comm table made by comm_table()."""
     return ctypes.addressof(table)
+
+
+def llc_potential(func, raised):
+    """Wrap func(w, batch) -> (loss, grad) as an induct_llc_potential_fn: `w` is a
+    read-only float64 NumPy view of the C weights (valid during the call only), `grad`
+    anything of dim floats (copied into the library's buffer). An exception is appended
+    to `raised` and stops the run (the library then returns INDUCT_EINTERRUPTED; the
+    caller re-raises it). Keep the returned object alive for the whole C call."""
+    np = _arrays.np
+
+    def trampoline(_user, w, dim, batch, loss_out, grad_out):
+        try:
+            wv = np.ctypeslib.as_array(w, shape=(dim,))
+            wv.flags.writeable = False
+            loss, grad = func(wv, int(batch))
+            gv = np.ctypeslib.as_array(grad_out, shape=(dim,))
+            gv[:] = np.asarray(grad, dtype=np.float64).reshape(dim)
+            loss_out[0] = float(loss)
+            return 0
+        except BaseException as e:  # noqa: B036 -- re-raised by the caller
+            raised.append(e)
+            return 1
+    return LLC_POTENTIAL_FN(trampoline)
+
+
+def byte_pointer(buf):
+    """A void* to a writable uint8 NumPy array or bytearray (a mask), or None."""
+    if buf is None:
+        return None
+    if hasattr(buf, "ctypes"):
+        return ctypes.c_void_p(buf.ctypes.data)
+    return ctypes.cast((ctypes.c_ubyte * len(buf)).from_buffer(buf), ctypes.c_void_p)
 
 
 def progress_callback(func, raised):

@@ -24,7 +24,8 @@ import math
 import numbers
 
 from . import _arrays
-from ._capi import ClassifyConfig, EvalConfig, Out, PhaseConfig, ProbeConfig, call
+from ._capi import (ClassifyConfig, EvalConfig, IclEstimate, IclGroupsConfig, Out,
+                    PhaseConfig, ProbeConfig, call, new_struct)
 from ._errors import BufferTooSmall
 
 SPLIT = {"train": 0, "eval": 1}
@@ -53,6 +54,15 @@ PCA.__doc__ = """Principal components: `scores [n_rows, k]` (projected rows),
 PhaseWindow = collections.namedtuple("PhaseWindow", "start end found")
 PhaseWindow.__doc__ = """Phase-change window: `start` and `end` in the units of the
 steps given (NaN when not found) and `found` (bool)."""
+IclGroups = collections.namedtuple("IclGroups",
+                                   "icl icl_se icl_token icl_token_se groups curve")
+IclGroups.__doc__ = """The ICL score over groups of evaluation windows (nats): the band
+estimate `icl` and its standard error by batch means `icl_se`, the single-token estimate
+`icl_token` and `icl_token_se`, the groups' band scores `groups [n_groups]` (for paired
+differences) and `curve [seq_len - 1]` (the mean loss curve of the first curve_groups
+groups) or None."""
+MeanSE = collections.namedtuple("MeanSE", "mean se")
+MeanSE.__doc__ = """A mean and its standard error (NaN for a single value)."""
 HeadClassification = collections.namedtuple("HeadClassification", "labels scores")
 HeadClassification.__doc__ = """Head labels `[n_layers, n_heads]` (INDUCT_HEAD_* values;
 HEAD_CLASSES[label] is the name) and the scores they were computed from (a dict of
@@ -265,6 +275,29 @@ class ModelAnalysis:
              max(n, 0))
         return LossVectors(_arrays.shaped(per_seq, (cfg.n_seq,)), _arrays.shaped(avg, (n,)))
 
+    def icl_groups(self, dataset, n_groups=32, per_group=256, seq_len=0, chunk=8, early=50,
+                   late=500, band=5, split="eval", curve_groups=0):
+        """The ICL score over `n_groups` groups of `per_group` evaluation windows (group g
+        = batch g of the split), each group's score the band estimator (icl_band()) on
+        its loss curve, with standard errors by batch means (docs/analysis.md, "Standard
+        errors"). Ablations in force apply. With curve_groups > 0 the first groups are
+        evaluated at every position and their mean loss curve is returned. Returns
+        IclGroups."""
+        if split not in SPLIT:
+            raise ValueError(f"split must be 'train' or 'eval', got {split!r}")
+        cfg = IclGroupsConfig.from_kwargs(dict(
+            n_groups=n_groups, per_group=per_group, seq_len=seq_len, chunk=chunk, early=early,
+            late=late, band=band, split=SPLIT[split], curve_groups=curve_groups))
+        out = new_struct(IclEstimate)
+        groups = _arrays.buffer(max(cfg.n_groups, 1), "d")
+        T = cfg.seq_len or self.config["n_ctx"]
+        curve = _arrays.buffer(max(T - 1, 1), "d") if cfg.curve_groups else None
+        call("induct_analysis_icl_groups", self, dataset, cfg, out, groups, cfg.n_groups,
+             curve, max(T - 1, 0) if curve is not None else 0)
+        return IclGroups(out.icl, out.icl_se, out.icl_token, out.icl_token_se,
+                         _arrays.shaped(groups, (cfg.n_groups,)),
+                         _arrays.shaped(curve, (T - 1,)) if curve is not None else None)
+
     def loss_positions(self, **eval_config):
         """The fixed random position of each sequence used by loss_vectors(), `[n_seq]`
         uint32, uniform in [0, seq_len - 2]; depends only on (pos_seed, i, seq_len)."""
@@ -434,6 +467,40 @@ class ModelAnalysis:
         return HeadClassification(labels, scores)
 
 
+def batch_means(values):
+    """Mean of batch values (e.g. the ICL scores of groups of windows) and its standard
+    error by batch means, sd / sqrt(n) (docs/analysis.md, "Standard errors"). Values must
+    be finite; n >= 1 (the standard error is NaN for one value). Returns MeanSE."""
+    x, _ = _arrays.flat(values, "d")
+    mean, se = Out("double"), Out("double")
+    call("induct_analysis_batch_means", x, len(x), mean, se)
+    return MeanSE(mean.value, se.value)
+
+
+def paired_difference(a, b):
+    """Mean of the paired differences a[i] - b[i] (two figures measured on the same
+    batches) and its standard error (docs/analysis.md, "Standard errors"). Returns
+    MeanSE."""
+    x, _ = _arrays.flat(a, "d")
+    y, _ = _arrays.flat(b, "d")
+    if len(x) != len(y):
+        raise ValueError(f"a has {len(x)} values, b {len(y)}: differences need pairs")
+    mean, se = Out("double"), Out("double")
+    call("induct_analysis_paired_difference", x, y, len(x), mean, se)
+    return MeanSE(mean.value, se.value)
+
+
+def icl_band(curve, early=50, late=500, band=5):
+    """The band ICL estimator on a loss-by-position curve `[seq_len - 1]` (nats): the
+    loss of token `late` minus that of token `early`, each averaged over the 2*band + 1
+    context indices centred on it (band 0: single tokens; docs/analysis.md, "The band
+    ICL estimator")."""
+    c, _ = _arrays.flat(curve, "f")
+    out = Out("double")
+    call("induct_analysis_icl_band", c, len(c), early, late, band, out)
+    return out.value
+
+
 def pca(vectors, k=2):
     """Principal component analysis of `vectors [n_rows, n_cols]` (one row per snapshot,
     e.g. the per_seq loss vectors of every snapshot of every model; ICL paper, Appendix
@@ -526,5 +593,6 @@ def classify_heads(previous_token, prefix_matching, duplicate, copying=None,
 
 
 __all__ = ["Ablation", "LossVectors", "Attribution", "PCA", "PhaseWindow",
-           "HeadClassification", "HEAD_CLASSES", "pca", "pca_trajectories", "phase_window",
-           "classify_heads"]
+           "HeadClassification", "HEAD_CLASSES", "IclGroups", "MeanSE", "pca",
+           "pca_trajectories", "phase_window", "classify_heads", "batch_means",
+           "paired_difference", "icl_band"]

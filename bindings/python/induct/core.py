@@ -20,6 +20,7 @@ from .analysis import ModelAnalysis, _probe_config
 from .hooks import ModelHooks, train_step_hooked
 from .model_lens import _UNSET, ModelLens
 from .cache import ModelCache
+from .llc import ModelLLC
 
 POS = {"standard": 0, "shortformer": 1, "none": 2}
 INIT = {"gpt2": 0, "torch": 1}
@@ -103,7 +104,7 @@ class _Handle:
 
 
 
-class Model(_Handle, ModelLens, ModelAnalysis, ModelCache, ModelHooks):
+class Model(_Handle, ModelLens, ModelAnalysis, ModelCache, ModelHooks, ModelLLC):
     """A decoder-only transformer. Keyword arguments are induct_model_config fields
     (n_layers, d_model, n_heads, d_head, d_mlp, n_ctx, d_vocab, positional ('standard',
     'shortformer', 'none'), layer_norm, smeared_keys, n_threads, init ('gpt2', 'torch'),

@@ -61,6 +61,15 @@ int main(void) {
     BEGIN();
     F(size); F(lo_frac); F(hi_frac); F(min_change); F(smooth); F(reserved0);
 #undef S
+#define S induct_icl_groups_config
+    BEGIN();
+    F(size); F(n_groups); F(per_group); F(seq_len); F(chunk); F(early); F(late); F(band);
+    F(split); F(curve_groups); F(reserved0);
+#undef S
+#define S induct_icl_estimate
+    BEGIN();
+    F(size); F(icl); F(icl_se); F(icl_token); F(icl_token_se); F(n_groups); F(per_group);
+#undef S
 #define S induct_classify_config
     BEGIN();
     F(size); F(previous_token); F(induction); F(duplicate); F(copying);
@@ -94,6 +103,19 @@ int main(void) {
 #define S induct_comm
     BEGIN();
     F(size); F(rank); F(n_ranks); F(user); F(sendrecv); F(barrier); F(abort);
+#undef S
+    /* the local learning coefficient */
+#define S induct_llc_config
+    BEGIN();
+    F(size); F(chains); F(draws); F(burnin); F(every); F(batch); F(seq_len); F(init_batches);
+    F(nbeta_rule); F(nbeta); F(n_data); F(epsilon); F(gamma); F(max_increase); F(seed);
+    F(batch_offset); F(split); F(mala); F(paired); F(reserved0);
+#undef S
+#define S induct_llc_summary
+    BEGIN();
+    F(size); F(llc_mean); F(llc_std); F(llc_se); F(init_loss); F(nbeta); F(below_init);
+    F(mala_accept); F(n_sampled); F(chains); F(draws); F(steps); F(init_batches); F(paired);
+    F(reserved0);
 #undef S
     printf("}}}\n");
     return 0;

@@ -604,3 +604,57 @@ print('labels', *lab)
         assert np.array_equal(f32(got[k]), f32(reference[f"B.{k}"])), k
     assert got["positions"] == reference["B.positions"]
     assert got["labels"] == reference["B.labels"]
+
+
+# ---- the statistics of the checks (batch means, paired differences, band ICL) ----
+
+def test_batch_means_and_paired_difference_by_hand():
+    # 1, 2, 3, 4: mean 2.5, sample variance 5/3, standard error sqrt(5/3)/2
+    r = induct.batch_means([1.0, 2.0, 3.0, 4.0])
+    assert r.mean == 2.5 and r.se == pytest.approx(math.sqrt(5 / 3) / 2, rel=1e-15)
+    assert math.isnan(induct.batch_means([0.25]).se)
+    # differences 2, 3, 0: mean 5/3, standard error sqrt(7)/3
+    p = induct.paired_difference([3, 5, 4], [1, 2, 4])
+    assert p.mean == pytest.approx(5 / 3, rel=1e-15) and p.se == pytest.approx(math.sqrt(7) / 3)
+    # the same as NumPy's on random groups
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=32), rng.normal(size=32)
+    r = induct.paired_difference(a, b)
+    assert r.mean == pytest.approx((a - b).mean(), rel=1e-12)
+    assert r.se == pytest.approx((a - b).std(ddof=1) / math.sqrt(32), rel=1e-12)
+    with pytest.raises(induct.InvalidArgument):
+        induct.batch_means([])
+    with pytest.raises(induct.InvalidArgument):
+        induct.batch_means([1.0, math.nan])
+    with pytest.raises(ValueError):
+        induct.paired_difference([1, 2], [1, 2, 3])
+
+
+def test_icl_band_by_hand():
+    step = np.where(np.arange(10) >= 7, 2.0, 1.0).astype(np.float32)
+    assert induct.icl_band(step, early=3, late=7, band=0) == 0.0
+    assert induct.icl_band(step, early=3, late=7, band=1) == pytest.approx(1 / 3, rel=1e-15)
+    assert induct.icl_band(np.arange(10, dtype=np.float32), 3, 8, 1) == 5.0
+    with pytest.raises(induct.OutOfRange):
+        induct.icl_band(step, early=3, late=9, band=2)
+
+
+def test_icl_groups_match_loss_curves():
+    """Group g's score is the band estimator on batch g's loss curve; the estimate is the
+    batch means of the groups."""
+    m, d = _model_a(), _dataset()
+    r = m.icl_groups(d, n_groups=4, per_group=5, seq_len=40, early=5, late=30, band=2,
+                     curve_groups=1)
+    curves = [m.loss_by_position(d, n_seq=5, seq_len=40, chunk=5, batch_index=g)
+              for g in range(4)]
+    bands = [induct.icl_band(c, 5, 30, 2) for c in curves]
+    np.testing.assert_allclose(r.groups, bands, rtol=0, atol=1e-5)
+    assert (r.icl, r.icl_se) == tuple(induct.batch_means(r.groups))
+    np.testing.assert_allclose(r.curve, curves[0], rtol=0, atol=1e-5)
+    tok = [float(c[29]) - float(c[4]) for c in curves]
+    assert r.icl_token == pytest.approx(np.mean(tok), abs=1e-5)
+    assert r.icl_se > 0
+    with pytest.raises(induct.OutOfRange):
+        m.icl_groups(d, n_groups=4, per_group=5, seq_len=40, early=5, late=30, band=5)
+    with pytest.raises(ValueError):
+        m.icl_groups(d, split="test")
