@@ -528,6 +528,261 @@ START_TEST(test_errors) {
 }
 END_TEST
 
+/* ---- induct_model_backward_from_logits: the gradients of a metric of the logits ---- */
+
+/* The metric: a logit difference, Σ over the first two sequences b and positions
+ * p ∈ {T/2, T-1} of logits[b, p, i] - logits[b, p, j] with i = (3 b + p) mod V,
+ * j = (i + 5) mod V: the metric of patching experiments, 8 logits. d(metric)/d(logits) is
+ * +1 at i, -1 at j. */
+static double logit_diff(const float *lg, uint32_t B, uint32_t T, uint32_t V) {
+    double s = 0.0;
+    for (uint32_t b = 0; b < B && b < 2; b++)
+        for (uint32_t p = T / 2; p < T; p += T - 1 - T / 2) {
+            uint32_t i = (3 * b + p) % V, j = (i + 5) % V;
+            const float *row = lg + ((size_t)b * T + p) * V;
+            s += (double)row[i] - (double)row[j];
+        }
+    return s;
+}
+
+static int logit_diff_grad(void *user, const float *lg, float *dl, uint32_t B, uint32_t T,
+                           uint32_t V) {
+    (void)lg;
+    if (user) (*(int *)user)++;
+    for (uint32_t b = 0; b < B && b < 2; b++)
+        for (uint32_t p = T / 2; p < T; p += T - 1 - T / 2) { /* T >= 4 here */
+            uint32_t i = (3 * b + p) % V, j = (i + 5) % V;
+            float *row = dl + ((size_t)b * T + p) * V;
+            row[i] += 1.0f;
+            row[j] -= 1.0f;
+        }
+    return 0;
+}
+
+/* The metric of the pass with forward hooks `fwd` (tu_gradcheck's loss). */
+typedef struct metric_arg {
+    const int32_t *tok;
+    uint32_t B, T;
+    const induct_hook *fwd;
+    size_t n_fwd;
+} metric_arg;
+
+static double metric_of(void *user, induct_model *m) {
+    const metric_arg *a = user;
+    uint32_t V = 11;
+    float *lg = floats((size_t)a->B * a->T * V);
+    ck_ok(induct_model_run_with_hooks(m, a->tok, a->B, a->T, a->fwd, a->n_fwd, lg,
+                                      (size_t)a->B * a->T * V, NULL, 0, NULL));
+    double s = logit_diff(lg, a->B, a->T, V);
+    free(lg);
+    return s;
+}
+
+/* Every parameter's gradient of the logit difference against central differences
+ * (tu_gradcheck: eps 2e-3, |fd - g| <= 2e-3 + 2e-2 |fd|; the metric sums 8 float32
+ * logits of size ~1, whose rounding, ~1e-6, makes at most 5e-4 of the difference
+ * quotient), on every variant, without and with writing forward hooks (constants). */
+START_TEST(test_logits_metric_parameter_gradients) {
+    int vi = _i % TU_N_VARIANTS, writes = _i / TU_N_VARIANTS;
+    const tu_variant *v = &TU_VARIANTS[vi];
+    induct_model *m = make_std(v, 40 + (uint64_t)vi, FD_STD);
+    int32_t tok[GB * GT];
+    tu_tokens(tok, GB * GT, 11, 23);
+    size_t n_fwd = writes ? 2 : 0;
+    int calls = 0;
+    double loss;
+    ck_ok(induct_model_backward_from_logits(m, tok, GB, GT, WRITES, n_fwd, NULL, 0,
+                                            logit_diff_grad, &calls, &loss));
+    ck_assert_int_eq(calls, 1);
+    /* the loss reported is the pass's mean loss */
+    double l2;
+    ck_ok(induct_model_run_with_hooks(m, tok, GB, GT, WRITES, n_fwd, NULL, 0, NULL, 0, &l2));
+    ck_assert_msg(fabs(loss - l2) <= 1e-6 * fabs(l2), "%g vs %g", loss, l2);
+    metric_arg ma = {tok, GB, GT, WRITES, n_fwd};
+    size_t n = tu_gradcheck(m, metric_of, &ma, v->name);
+    ck_assert_uint_eq(n, induct_model_n_params(m));
+    induct_model_free(m);
+}
+END_TEST
+
+/* The gradient hooks of a metric pass see d(metric)/d(activation): central differences
+ * with one Richardson step (as test_gradients_match_finite_differences) through a forward
+ * hook adding ±eps, at every point of every variant, at up to 24 elements of each (a
+ * stride through the tensor). The tolerance: the metric's rounding, ~1e-6 (8 logits),
+ * makes at most 1.5 * 1e-6 / eps = 1.5e-4 of R at eps = 1e-2: |g - R| <= 3e-4 +
+ * 1e-3 |R|. Above the diagonal of the pattern and scores the gradient is exactly 0. */
+START_TEST(test_logits_metric_hook_gradients) {
+    int vi = _i % TU_N_VARIANTS, mode = _i / TU_N_VARIANTS; /* 0 plain, 1 folded */
+    const tu_variant *v = &TU_VARIANTS[vi];
+    if (mode == 1 && v->layer_norm) return;
+    induct_model *m = make_std(v, 60 + (uint64_t)vi, FD_STD);
+    uint32_t b = mode ? FB : GB, t = mode ? FT : GT, V = 11;
+    int32_t tok[FB * FT];
+    tu_tokens(tok, (size_t)b * t, 11, 29);
+    char names[MAX_POINTS][64];
+    size_t np = points(m, names), checked = 0;
+    double total = 0.0;
+    float *lg = floats((size_t)b * t * V);
+    for (size_t k = 0; k < np; k++) {
+        uint32_t shape[4], nd;
+        size_t n;
+        ck_ok(induct_model_hook_shape(m, names[k], b, t, shape, &nd, &n));
+        keep_arg ka = {floats(n), n, 0};
+        induct_hook gh = {names[k], keep, &ka};
+        ck_ok(induct_model_backward_from_logits(m, tok, b, t, NULL, 0, &gh, 1, logit_diff_grad,
+                                                NULL, NULL));
+        ck_assert_int_eq(ka.calls, 1);
+        nudge_arg na = {0, 0.0f};
+        induct_hook fwd = {names[k], nudge, &na};
+        int attn = strstr(names[k], "hook_attn_scores") || strstr(names[k], "hook_pattern");
+        size_t stride = n / 24 ? n / 24 : 1;
+        double norm = 0.0;
+        for (size_t i = k % stride; i < n; i += stride) {
+            double g = ka.g[i], d[2];
+            size_t q = i / t % t, key = i % t;
+            for (int r = 0; r < 2; r++) {
+                float e = r ? 2 * FD_EPS : FD_EPS;
+                na = (nudge_arg){i, e};
+                ck_ok(induct_model_run_with_hooks(m, tok, b, t, &fwd, 1, lg, (size_t)b * t * V,
+                                                  NULL, 0, NULL));
+                double mp = logit_diff(lg, b, t, V);
+                na.delta = -e;
+                ck_ok(induct_model_run_with_hooks(m, tok, b, t, &fwd, 1, lg, (size_t)b * t * V,
+                                                  NULL, 0, NULL));
+                d[r] = (mp - logit_diff(lg, b, t, V)) / (2.0 * e);
+            }
+            if (attn && key > q) {
+                ck_assert_msg(g == 0.0 && d[0] == 0.0, "%s %s[%zu]: %g above the diagonal",
+                              v->name, names[k], i, g);
+                continue;
+            }
+            double fd = (4.0 * d[0] - d[1]) / 3.0;
+            ck_assert_msg(fabs(g - fd) <= 3e-4 + 1e-3 * fabs(fd),
+                          "%s%s: %s[%zu] gradient of the logit difference %.6g vs finite "
+                          "difference %.6g", v->name, mode ? " folded" : "", names[k], i, g, fd);
+            norm += g * g;
+            checked++;
+        }
+        free(ka.g);
+        total += norm;
+    }
+    ck_assert_uint_gt(checked, 200);
+    ck_assert_msg(sqrt(total) > 0.1, "%s: no gradient (%g)", v->name, sqrt(total));
+    free(lg);
+    induct_model_free(m);
+}
+END_TEST
+
+/* d(logits) = the mean loss's gradient, (softmax - one-hot) / (B (T - 1)) at positions
+ * 0 .. T-2 (computed here in double), gives the gradients of induct_model_backward():
+ * the same quantity by two float32 routes (the fused unembedding-cross-entropy backward
+ * and the products from d(logits)), which differ by rounding: a few float32 ulps of the
+ * terms summed, far below 1e-5 of the largest gradient for these 14 rows x 11 logits. */
+static int loss_grad(void *user, const float *lg, float *dl, uint32_t B, uint32_t T, uint32_t V) {
+    const int32_t *tok = user;
+    for (uint32_t b = 0; b < B; b++)
+        for (uint32_t p = 0; p + 1 < T; p++) {
+            const float *row = lg + ((size_t)b * T + p) * V;
+            double mx = row[0], z = 0.0;
+            for (uint32_t v = 1; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+            for (uint32_t v = 0; v < V; v++) z += exp(row[v] - mx);
+            for (uint32_t v = 0; v < V; v++) {
+                double sm = exp(row[v] - mx) / z - (v == (uint32_t)tok[b * T + p + 1]);
+                dl[((size_t)b * T + p) * V + v] = (float)(sm / ((double)B * (T - 1)));
+            }
+        }
+    return 0;
+}
+
+START_TEST(test_logits_loss_gradient_is_backward) {
+    const tu_variant *v = &TU_VARIANTS[_i];
+    induct_model *m = make(v, 80 + (uint64_t)_i);
+    int32_t tok[GB * GT];
+    tu_tokens(tok, GB * GT, 11, 31);
+    double l0, l1;
+    ck_ok(induct_model_backward_with_hooks(m, tok, GB, GT, WRITES, 2, &l0));
+    float *g0 = tu_grads(m);
+    ck_ok(induct_model_backward_from_logits(m, tok, GB, GT, WRITES, 2, NULL, 0, loss_grad, tok,
+                                            &l1));
+    float *g1 = tu_grads(m);
+    size_t P = induct_model_n_params(m);
+    double mx = 0.0, err = 0.0;
+    for (size_t i = 0; i < P; i++) {
+        mx = fmax(mx, fabs(g0[i]));
+        err = fmax(err, fabs((double)g0[i] - g1[i]));
+    }
+    ck_assert(l0 == l1);
+    ck_assert_msg(mx > 1e-3 && err <= 1e-5 * mx, "%s: max |difference| %g, max |gradient| %g",
+                  v->name, err, mx);
+    free(g0);
+    free(g1);
+    induct_model_free(m);
+}
+END_TEST
+
+static int stop_logits(void *user, const float *lg, float *dl, uint32_t B, uint32_t T,
+                       uint32_t V) {
+    (void)user, (void)lg, (void)dl, (void)B, (void)T, (void)V;
+    return 3;
+}
+
+static int nan_logits(void *user, const float *lg, float *dl, uint32_t B, uint32_t T,
+                      uint32_t V) {
+    (void)user, (void)lg;
+    dl[((size_t)(B - 1) * T + 2) * V + 4] = NAN;
+    return 0;
+}
+
+START_TEST(test_logits_errors) {
+    induct_model *m = make(&TU_VARIANTS[0], 1);
+    int32_t tok[GB * GT];
+    tu_tokens(tok, GB * GT, 11, 3);
+    int calls = 0;
+    induct_hook z = {"blocks.0.attn.hook_z", count, &calls};
+    double l = -1.0;
+    ck_assert_status(induct_model_backward_from_logits(NULL, tok, GB, GT, NULL, 0, NULL, 0,
+                                                       logit_diff_grad, NULL, &l),
+                     INDUCT_EINVAL);
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, NULL, 0, NULL,
+                                                       NULL, &l),
+                     INDUCT_EINVAL);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "grad_fn"));
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, 9, NULL, 0, NULL, 0,
+                                                       logit_diff_grad, NULL, &l),
+                     INDUCT_ERANGE);
+    induct_hook unknown = {"blocks.0.attn.hook_zz", count, &calls};
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, &unknown, 1,
+                                                       logit_diff_grad, NULL, &l),
+                     INDUCT_EINVAL);
+    /* the function stops the call before any gradient hook; the loss is not written */
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, &z, 1,
+                                                       stop_logits, NULL, &l),
+                     INDUCT_EINTERRUPTED);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "returned 3"));
+    ck_assert_int_eq(calls, 0);
+    ck_assert(l == -1.0);
+    /* a NaN left in d(logits): named by batch, position and token */
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, &z, 1,
+                                                       nan_logits, NULL, &l),
+                     INDUCT_ENUMERIC);
+    ck_assert_ptr_nonnull(strstr(induct_last_error_message(), "batch 1, position 2, token 4"));
+    ck_assert_int_eq(calls, 0);
+    ck_assert(l == -1.0);
+    /* the d(logits) buffer counts against the model's memory limit */
+    ck_ok(induct_model_backward(m, tok, GB, GT, NULL));
+    ck_ok(induct_model_set_max_bytes(m, induct_model_memory_used(m) + 64));
+    ck_assert_status(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, NULL, 0,
+                                                       logit_diff_grad, NULL, &l),
+                     INDUCT_ELIMIT);
+    ck_ok(induct_model_set_max_bytes(m, 0));
+    ck_ok(induct_model_backward_from_logits(m, tok, GB, GT, NULL, 0, &z, 1, logit_diff_grad,
+                                            NULL, &l));
+    ck_assert_int_eq(calls, 1);
+    ck_assert(l > 0.0);
+    induct_model_free(m);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("grad_hooks");
     TCase *tc = tcase_create("grad_hooks");
@@ -538,6 +793,10 @@ int main(void) {
     tcase_add_loop_test(tc, test_calls_in_reverse_pass_order, 0, TU_N_VARIANTS);
     tcase_add_loop_test(tc, test_reading_hooks_change_no_bit, 0, 2 * TU_N_VARIANTS);
     tcase_add_test(tc, test_errors);
+    tcase_add_loop_test(tc, test_logits_metric_parameter_gradients, 0, 2 * TU_N_VARIANTS);
+    tcase_add_loop_test(tc, test_logits_metric_hook_gradients, 0, 2 * TU_N_VARIANTS);
+    tcase_add_loop_test(tc, test_logits_loss_gradient_is_backward, 0, TU_N_VARIANTS);
+    tcase_add_test(tc, test_logits_errors);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

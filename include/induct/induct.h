@@ -3029,6 +3029,85 @@ INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *model, const 
                                                      size_t n_grad_hooks, double *mean_loss_out);
 
 /**
+ * @brief The caller's gradient at the logits of a pass: fill `d_logits` from `logits`.
+ * @param user The `user` given to induct_model_backward_from_logits().
+ * @param logits The pass's logits, `[batch][seq_len][d_vocab]` floats (nats: the
+ *        unnormalised log-probabilities of the next token), read-only, valid during the
+ *        call only.
+ * @param d_logits `[batch][seq_len][d_vocab]` floats, all 0 on entry: write d(metric)/
+ *        d(logits) there (the units of the caller's metric per nat); what is left there
+ *        seeds the backward pass. Valid during the call only.
+ * @param batch Sequences of the pass.
+ * @param seq_len Positions per sequence.
+ * @param d_vocab Vocabulary size.
+ * @return 0 to continue; any other value stops the call, which then fails with
+ *         ::INDUCT_EINTERRUPTED.
+ * @since 0.2
+ */
+typedef int (*induct_logits_grad_fn)(void *user, const float *logits, float *d_logits,
+                                     uint32_t batch, uint32_t seq_len, uint32_t d_vocab);
+
+/**
+ * @brief One forward and one backward pass of a caller's function of the logits: the
+ * gradients of a metric (a logit difference, a probability, ...) instead of the loss,
+ * with forward and gradient hooks.
+ *
+ * The forward pass and its `hooks` are those of induct_model_backward_with_grad_hooks().
+ * Then `grad_fn` is called once with the pass's logits and a zeroed `d_logits` buffer of
+ * the same shape, in which it leaves d(metric)/d(logits) for its own metric (for the logit
+ * difference logits[b, p, i] − logits[b, p, j]: +1 at (b, p, i), −1 at (b, p, j)). The
+ * backward pass starts from there instead of from the mean loss's gradient: the model's
+ * gradient buffer (induct_model_get_tensor() with ::INDUCT_BUF_GRAD) receives
+ * d(metric)/d(parameter), and each gradient hook is called with d(metric)/d(activation)
+ * at its point, with every rule of induct_model_backward_with_grad_hooks() (order,
+ * what the hooks leave flows on, writes of forward hooks are constants, bit-identity of
+ * hooks that only read). With `d_logits` = the mean loss's gradient ((softmax − one-hot of
+ * the next token) / (batch × (seq_len − 1)) at positions 0 … seq_len − 2, 0 at the last)
+ * the gradients are those of induct_model_backward_with_grad_hooks() up to rounding (the
+ * loss's own backward fuses the unembedding with the cross-entropy).
+ *
+ * Uses: attribution patching, the first-order estimate of activation patching from one
+ * forward and one backward pass of the corrupted input (Nanda 2023, "Attribution
+ * Patching: Activation Patching At Industrial Scale"; Syed, Rager and Conmy 2023,
+ * "Attribution Patching Outperforms Automated Circuit Discovery", section 2: the change of
+ * a metric when the activation a goes to a' is estimated by (a' − a) · d metric/d a),
+ * which needs the gradient of the metric of the patching experiment (Wang et al. 2022,
+ * "Interpretability in the Wild", section 3: the logit difference), not the loss's.
+ *
+ * @param model The model (its workspace and gradient buffer are written; the weights are
+ *        only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)` (the next tokens also give the
+ *        loss reported in `mean_loss_out`).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` forward hooks (may be NULL when `n_hooks` is 0); read during the
+ *        call only.
+ * @param n_hooks At most 4096.
+ * @param grad_hooks `n_grad_hooks` gradient hooks (may be NULL when `n_grad_hooks` is 0),
+ *        as in induct_model_backward_with_grad_hooks(); read during the call only.
+ * @param n_grad_hooks At most 4096.
+ * @param grad_fn The function that gives d(metric)/d(logits); not NULL.
+ * @param user Passed to `grad_fn` as is (may be NULL).
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return ::INDUCT_OK; the errors of induct_model_backward_with_grad_hooks(); ::INDUCT_EINVAL
+ *         for a NULL `grad_fn`; ::INDUCT_ELIMIT or ::INDUCT_ENOMEM for the `d_logits`
+ *         buffer (batch × seq_len × d_vocab floats, counted against the model's memory
+ *         limit); ::INDUCT_EINTERRUPTED (`grad_fn` returned nonzero);
+ *         ::INDUCT_ENUMERIC (`grad_fn` left a NaN or an infinity). On an error after the
+ *         forward pass the gradient buffer's contents are unspecified and `mean_loss_out`
+ *         is not written.
+ * @since 0.2 Uses the model's workspace and gradient buffer: one thread per model;
+ *        `grad_fn` and every hook run on the calling thread.
+ */
+INDUCT_API int induct_model_backward_from_logits(induct_model *model, const int32_t *tokens,
+                                                 uint32_t batch, uint32_t seq_len,
+                                                 const induct_hook *hooks, size_t n_hooks,
+                                                 const induct_hook *grad_hooks,
+                                                 size_t n_grad_hooks,
+                                                 induct_logits_grad_fn grad_fn, void *user,
+                                                 double *mean_loss_out);
+
+/**
  * @brief One forward pass that copies the activations at `n` named points into caller
  * buffers (a cache, as TransformerLens's run_with_cache).
  *

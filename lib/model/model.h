@@ -153,6 +153,11 @@ typedef struct induct__pass {
      * used. */
     const induct__hook *grad_hooks;
     size_t n_grad_hooks;
+    /* A caller's metric of the logits (grad set): the forward keeps the logits (no fused
+     * cross-entropy gradient) and the backward starts from the d(logits) that logits_fn
+     * leaves (induct_model_backward_from_logits) instead of the mean loss's. */
+    induct_logits_grad_fn logits_fn;
+    void *logits_user;
 } induct__pass;
 /* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
  * does not exist in this model (hooks.c). */
@@ -229,7 +234,7 @@ int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
     induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL,
-                      0, NULL, 0};
+                      0, NULL, 0, NULL, NULL};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),

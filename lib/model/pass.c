@@ -820,7 +820,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
      * same pass over each block of logits while they are in cache (the logits are not kept:
      * a_logits holds no defined values after such a pass; the backward pass takes the
      * gradients from there) */
-    int g = p->grad;
+    int g = p->grad && !p->logits_fn; /* a caller's metric: its backward starts from the logits */
     double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses), NULL,
                                       g ? unembed_dinp(m) : NULL, g ? W(m->g_wt) : NULL,
                                       lnf, P(m->W_U), P(m->b_U), tokens, B, T, D, V,
@@ -1109,6 +1109,48 @@ int induct__backward(induct_model *m, const induct__pass *p) {
     return rc;
 }
 
+/* The unembedding's backward from a caller's d(logits) (induct_model_backward_from_logits):
+ * p->logits_fn fills d(logits) [N, V] from the logits the forward left (a_logits); then
+ * d(lnf) = d(logits) W_U^T (into unembed_dinp), W_U's gradient lnf^T d(logits) and b_U's
+ * the column sums. The d(logits) buffer counts against the model's memory limit. */
+static int unembed_backward_from_logits(induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, D = c->d_model, V = c->d_vocab, n;
+    int nt = induct__nt(m);
+    INDUCT_FAIL_IF(!induct__mul(N, V, &n) || n > INDUCT__WS_FLOATS_MAX, INDUCT_ELIMIT,
+                   "d(logits) for batch %u x seq_len %u x d_vocab %zu is above 2^36 floats",
+                   p->B, p->T, V);
+    uint64_t bytes = (uint64_t)n * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "d(logits)"));
+    float *dl = calloc(n, sizeof *dl);
+    INDUCT_FAIL_IF(!dl, INDUCT_ENOMEM, "out of memory: %zu floats of d(logits)", n);
+    induct__model_held(m, bytes, 0);
+    int rc = p->logits_fn(p->logits_user, W(m->a_logits), dl, p->B, p->T, (uint32_t)V);
+    if (rc != 0) {
+        rc = induct__fail(INDUCT_EINTERRUPTED, "the d(logits) function returned %d", rc);
+    } else {
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (!isfinite(dl[i])) bad = i;
+        if (bad < n)
+            rc = induct__fail(INDUCT_ENUMERIC,
+                              "the d(logits) function left %g at batch %zu, position %zu, "
+                              "token %zu", (double)dl[bad], bad / V / p->T, bad / V % p->T,
+                              bad % V);
+    }
+    if (rc == INDUCT_OK) {
+        const float *lnf = c->layer_norm ? W(m->a_lnf) : W(m->a_resid_final);
+        induct__gemm_args in = {0, 1, N, D, V, 1.0f, dl, V, P(m->W_U), V, 0.0f,
+                                unembed_dinp(m), D};
+        induct__gemm_args w = {1, 0, D, V, N, 1.0f, lnf, D, dl, V, 0.0f, G(m->W_U), V};
+        induct__gemm2(nt, &in, &w);
+        induct__colsum(G(m->b_U), dl, N, V, V, nt);
+    }
+    free(dl);
+    induct__model_held(m, 0, bytes);
+    return rc;
+}
+
 /* The gradient hooks at (point, layer) on g, the backward's own buffer of that gradient
  * (what they leave flows on as it is). */
 #define GRAD(point, l, g)                                                                  \
@@ -1129,8 +1171,12 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs, floa
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
     /* unembed: logits = lnf W_U + b_U; the forward left d(lnf) (unembed_dinp) and the
-     * row blocks' terms of W_U's and b_U's gradients (g_wt) */
-    induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
+     * row blocks' terms of W_U's and b_U's gradients (g_wt), or, for a caller's metric of
+     * the logits, the logits themselves */
+    if (p->logits_fn)
+        INDUCT_TRY(unembed_backward_from_logits(m, p));
+    else
+        induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
         INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,

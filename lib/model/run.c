@@ -182,6 +182,7 @@ static int backward_hooked(induct_model *m, const char *fn, const char *grad_fn,
                            const int32_t *tokens, uint32_t B, uint32_t T,
                            const induct_hook *hooks, size_t n_hooks,
                            const induct_hook *grad_hooks, size_t n_grad_hooks,
+                           induct_logits_grad_fn logits_fn, void *logits_user,
                            double *mean_loss_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
@@ -200,6 +201,8 @@ static int backward_hooked(induct_model *m, const char *fn, const char *grad_fn,
     p.masks = &masks;
     p.grad_hooks = gh.ih;
     p.n_grad_hooks = gh.n;
+    p.logits_fn = logits_fn;
+    p.logits_user = logits_user;
     double mean;
     rc = induct__forward(m, &p, &mean);
     if (rc == INDUCT_OK) rc = induct__backward(m, &p);
@@ -214,7 +217,7 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *
                                                 uint32_t B, uint32_t T, const induct_hook *hooks,
                                                 size_t n_hooks, double *mean_loss_out) {
     return backward_hooked(m, "induct_model_backward_with_hooks", "", tokens, B, T, hooks,
-                           n_hooks, NULL, 0, mean_loss_out);
+                           n_hooks, NULL, 0, NULL, NULL, mean_loss_out);
 }
 
 INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *m, const int32_t *tokens,
@@ -224,7 +227,21 @@ INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *m, const int3
                                                      size_t n_grad_hooks, double *mean_loss_out) {
     return backward_hooked(m, "induct_model_backward_with_grad_hooks",
                            "induct_model_backward_with_grad_hooks (gradient hooks)", tokens, B, T,
-                           hooks, n_hooks, grad_hooks, n_grad_hooks, mean_loss_out);
+                           hooks, n_hooks, grad_hooks, n_grad_hooks, NULL, NULL, mean_loss_out);
+}
+
+INDUCT_API int induct_model_backward_from_logits(induct_model *m, const int32_t *tokens,
+                                                 uint32_t B, uint32_t T,
+                                                 const induct_hook *hooks, size_t n_hooks,
+                                                 const induct_hook *grad_hooks,
+                                                 size_t n_grad_hooks,
+                                                 induct_logits_grad_fn grad_fn, void *user,
+                                                 double *mean_loss_out) {
+    INDUCT_FAIL_IF(!grad_fn, INDUCT_EINVAL, "induct_model_backward_from_logits: grad_fn is NULL");
+    return backward_hooked(m, "induct_model_backward_from_logits",
+                           "induct_model_backward_from_logits (gradient hooks)", tokens, B, T,
+                           hooks, n_hooks, grad_hooks, n_grad_hooks, grad_fn, user,
+                           mean_loss_out);
 }
 
 INDUCT_API int induct_model_backward(induct_model *m, const int32_t *tokens, uint32_t B,
