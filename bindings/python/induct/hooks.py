@@ -20,8 +20,9 @@ import contextlib
 import re
 
 from . import _arrays
-from ._capi import Out, call, hook_array, name_array, pointer_array, size_array, string_buffer
-from ._errors import BufferTooSmall
+from ._capi import (Out, call, hook_array, logits_grad, name_array, pointer_array, size_array,
+                    string_buffer)
+from ._errors import BufferTooSmall, Interrupted
 from .cache_tools import CacheTools
 
 _ATTN = ("k", "v", "q", "z", "result", "pattern", "attn_scores", "k_smeared")
@@ -124,7 +125,7 @@ class ModelHooks:
              Out("size"))
         return tuple(int(shape[i]) for i in range(nd.value))
 
-    def run_with_cache(self, tokens, names=None, incl_bwd=False):
+    def run_with_cache(self, tokens, names=None, incl_bwd=False, d_logits=None):
         """One forward pass; returns (logits [B, T, V], ActivationCache). `names`: None
         (every point but attn.hook_result, as TransformerLens without use_attn_result:
         the per-head results are n_heads times the attention output and cost a product
@@ -139,11 +140,16 @@ class ModelHooks:
         under name + "_grad", d(mean loss)/d(activation) of the same shape (0 above the
         diagonal of the pattern and scores). The model's parameter gradients are those
         of backward() (get(name, grad=True)). Backward hooks in force run after the cache
-        has copied the gradient that reached their point."""
+        has copied the gradient that reached their point. With d_logits (as backward()'s:
+        a function of the logits giving d(metric)/d(logits), or that array) the gradients
+        are those of that metric instead of the loss (the loss is still returned): the
+        forward and backward pass of attribution patching (induct.patching)."""
         np = _numpy()
         toks, B, T = _arrays.tokens_in(tokens)
         if incl_bwd:
-            return self._run_with_cache_bwd(toks, B, T, names)
+            return self._run_with_cache_bwd(toks, B, T, names, d_logits)
+        if d_logits is not None:
+            raise ValueError("d_logits needs incl_bwd=True (it seeds the backward pass)")
         names = self._cache_names(names)
         bufs = [np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names]
         V = self.config["d_vocab"]
@@ -173,7 +179,7 @@ class ModelHooks:
             return [n for n in self.hook_points() if names(n)]
         return [_key(n) for n in names]
 
-    def _run_with_cache_bwd(self, toks, B, T, names):
+    def _run_with_cache_bwd(self, toks, B, T, names, d_logits=None):
         """run_with_cache(incl_bwd=True): one forward and backward pass with copying hooks
         on both sides (after the forward hooks in force, before the backward hooks)."""
         np = _numpy()
@@ -191,8 +197,11 @@ class ModelHooks:
         self._bwd_hooks = [(n, copier(g)) for n, g in grads.items()] + outer_b
         mean = Out("double")
         try:
-            self._call_hooked("induct_model_backward_with_grad_hooks", self, toks, B, T,
-                              _HOOKS, _GRAD_HOOKS, mean)
+            if d_logits is not None:
+                self._backward_from_logits(toks, B, T, d_logits, mean)
+            else:
+                self._call_hooked("induct_model_backward_with_grad_hooks", self, toks, B, T,
+                                  _HOOKS, _GRAD_HOOKS, mean)
         finally:
             self._fwd_hooks, self._bwd_hooks = outer_f, outer_b
         cache = ActivationCache()
@@ -303,6 +312,28 @@ class ModelHooks:
         self._call_hooked("induct_model_run_with_hooks", self, toks, B, T, _HOOKS, lg,
                           B * T * V if lg is not None else 0, ls, B * (T - 1) if T > 1 else 0,
                           mean)
+
+    def _backward_from_logits(self, toks, B, T, d_logits, mean):
+        """induct_model_backward_from_logits with the hooks in force: d_logits is a
+        function of the logits (NumPy [B, T, V]) or an array of d(metric)/d(logits)."""
+        np = _numpy()
+        if callable(d_logits):
+            func = d_logits
+        else:
+            arr = d_logits.detach().cpu().numpy() if hasattr(d_logits, "detach") else d_logits
+            arr = np.asarray(arr, dtype=np.float32)
+
+            def func(_logits):
+                return arr
+        raised = []
+        fn = logits_grad(func, raised)
+        try:
+            self._call_hooked("induct_model_backward_from_logits", self, toks, B, T, _HOOKS,
+                              _GRAD_HOOKS, fn, None, mean)
+        except Interrupted:
+            if raised:
+                raise raised[0] from None
+            raise
 
     def _backward_hooked(self, toks, B, T, mean):
         """backward() with the hooks: writing hooks are constant overwrites (no gradient
