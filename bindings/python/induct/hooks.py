@@ -75,7 +75,17 @@ class ActivationCache(CacheTools, dict):
     TransformerLens's short forms: cache["pattern", 1], cache["normalized", 0, "ln1"],
     cache["embed"], cache["resid_post", -1] (a negative layer counts from the end). The
     residual-stream tools (accumulated_resid, decompose_resid, ...) are those of
-    induct.cache_tools.CacheTools."""
+    induct.cache_tools.CacheTools. ActivationCache(cache_dict, model, has_batch_dim=True)
+    builds one from a dict of name -> activation, as TransformerLens's constructor (e.g.
+    from hooks that copied activations or gradients): the entries are PyTorch tensors or
+    NumPy arrays, kept as given."""
+
+    def __init__(self, cache_dict=(), model=None, has_batch_dim=True):
+        dict.__init__(self, cache_dict)
+        if model is not None:
+            self.model = model
+        self.has_batch_dim = has_batch_dim
+        self._torch = any(hasattr(v, "detach") for v in dict.values(self))
 
     def _full(self, key):
         if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int) \
@@ -216,9 +226,10 @@ class ModelHooks:
         """Within the block, forward() runs with these hooks: a list of (name, fn), name a
         hook point name (or a TransformerLens (name, layer) tuple) or a filter function
         on full names (every point it accepts), fn(activation, hook) -> None or an array
-        of the activation's shape. `activation` is a writable float32 NumPy view (a
-        PyTorch tensor on the same memory for a HookedTransformer) valid during the call;
-        change it in place or return a replacement. `hook` is an induct.HookPoint: a str
+        of the activation's shape. `activation` is a writable float32 NumPy view on the
+        pass's memory, valid during the call only (for a HookedTransformer a PyTorch
+        tensor of its own, a copy that may be kept, written back if changed); change it
+        in place or return a replacement. `hook` is an induct.HookPoint: a str
         equal to the full name, with TransformerLens's .name, .layer() and .ctx. Nested
         blocks add their hooks after the outer ones. reset_hooks_end=False keeps the
         hooks after the block (until Model.reset_hooks()); clear_contexts empties every
@@ -274,10 +285,22 @@ class ModelHooks:
         _GRAD_HOOKS stands, the backward hooks). A hook's exception is re-raised."""
         np = _numpy()
 
+        torch_mode = getattr(self, "_torch_mode", False)
+
         def wrap(f):
             def fn(act, hook_name):
                 hp = self._hook_point(hook_name)
-                r = f(self._as_tensor(act), hp)
+                if torch_mode:
+                    # a tensor of its own: TransformerLens code keeps act.detach() (a
+                    # view) after the call; the pass's memory is reused by the next pass.
+                    # What the function leaves in it is written back.
+                    own = act.copy()
+                    r = f(self._as_tensor(own), hp)
+                    if r is None and not np.array_equal(own.view(np.uint32),
+                                                        act.view(np.uint32)):
+                        act[...] = own
+                else:
+                    r = f(self._as_tensor(act), hp)
                 if r is not None:
                     if hasattr(r, "detach"):  # a PyTorch tensor
                         r = r.detach().cpu().numpy()

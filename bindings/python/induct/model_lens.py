@@ -32,12 +32,12 @@ __all__ = ["ModelLens", "HookedTransformerConfig", "Output", "lm_cross_entropy_l
 #: Marks "argument not given" where None has a meaning.
 _UNSET = object()
 
-#: Why only the mean loss can be differentiated (a metric of the logits cannot).
+#: What run_with_cache(incl_bwd=True) differentiates.
 LOSS_ONLY = (
-    "libinduct's backward pass differentiates the mean next-token loss (model(input, "
-    "return_type='loss')), not a function of the logits: call .backward() on that loss as "
-    "returned, or use model.backward(tokens) / run_with_cache(..., return_type='loss', "
-    "incl_bwd=True) (docs/python.md, 'Gradients')")
+    "run_with_cache(incl_bwd=True) differentiates the mean next-token loss it returns "
+    "(return_type='loss'), or a metric of the logits given by d_logits= (a function of the "
+    "logits returning d(metric)/d(logits), e.g. induct.patching.LogitDiff(...).grad); "
+    "docs/python.md, 'Gradients'")
 
 Output = collections.namedtuple("Output", "logits loss")
 Output.__doc__ = """forward(return_type="both") result: `logits` [B, T, d_vocab] and `loss`
@@ -756,7 +756,9 @@ class ModelLens:
         return_type="loss", the one scalar TransformerLens can call backward() on): a
         forward and a backward pass of the mean loss, the cache also holding
         d(loss)/d(activation) under name + "_grad" (the model's parameter gradients are
-        set as by model.backward()). The cache has the ActivationCache tools
+        set as by model.backward()); with d_logits= (a function of the logits giving
+        d(metric)/d(logits), or that array) the gradients are a metric's instead (the
+        loss is still returned). The cache has the ActivationCache tools
         (accumulated_resid, ...)."""
         if incl_bwd and (return_type != "loss" or loss_per_token):
             raise ValueError("run_with_cache(incl_bwd=True) differentiates the mean loss: "
@@ -862,43 +864,67 @@ class ModelLens:
 
 
 def _differentiable(model, toks, loss, logits, per_token):
-    """For a HookedTransformer with backward hooks in force: the loss as a tensor whose
-    .backward() runs libinduct's forward and backward pass on `toks` with the hooks in
-    force now (forward hooks again, then the backward hooks with the gradients), and the
-    logits as a tensor whose .backward() says that only the loss is differentiated."""
+    """For a HookedTransformer with backward hooks in force: the loss and the logits as
+    tensors of one autograd node whose backward runs libinduct's forward and backward pass
+    on `toks` with the hooks in force now (forward hooks again, then the backward hooks
+    with the gradients). The gradient that reaches them is combined into one d(logits):
+    the logits' own plus the loss's (softmax − one-hot over the scored positions, times
+    the loss's incoming gradient), and the pass runs from there
+    (induct_model_backward_from_logits); a gradient of exactly 1 on the mean loss alone
+    runs the loss's own backward pass (Model.backward, bit for bit)."""
     t = _torch()
+    np = _arrays.np
     fwd = list(getattr(model, "_fwd_hooks", []))
     bwd = list(getattr(model, "_bwd_hooks", []))
+    tk = np.asarray(toks)
 
-    class LibinductLoss(t.autograd.Function):
+    def loss_d_logits(lg, g_loss):
+        """d(loss)/d(logits) weighted by the loss's incoming gradient (a scalar for the
+        mean loss, [B, T-1] per token)."""
+        lg = lg.astype(np.float64)
+        p = np.exp(lg - lg.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        B, T, _ = lg.shape
+        p[np.arange(B)[:, None], np.arange(T - 1)[None], tk[:, 1:]] -= 1.0
+        p[:, -1] = 0.0
+        w = g_loss if per_token else np.full((B, T - 1), float(g_loss) / (B * (T - 1)))
+        p[:, :-1] *= w[..., None]
+        return p
+
+    class LibinductPass(t.autograd.Function):
         @staticmethod
         def forward(ctx, anchor):
-            return loss.clone()
+            ctx.set_materialize_grads(False)
+            outs = [loss.clone()]
+            if logits is not None:
+                outs.append(logits.clone())
+            return tuple(outs)
 
         @staticmethod
-        def backward(ctx, grad_out):
-            if per_token or not bool((grad_out == 1).all()):
-                raise NotImplementedError(LOSS_ONLY)
+        def backward(ctx, g_loss, g_logits=None):
             outer = model._fwd_hooks, model._bwd_hooks
             model._fwd_hooks, model._bwd_hooks = fwd, bwd
             try:
-                model.backward(toks)
+                if g_logits is None and g_loss is not None and not per_token and \
+                        float(g_loss) == 1.0:
+                    model.backward(toks)  # the loss's own backward pass
+                else:
+                    gl = None if g_loss is None else g_loss.detach().double().numpy()
+                    gg = None if g_logits is None else g_logits.detach().double().numpy()
+
+                    def d_logits(lg):
+                        d = np.zeros(lg.shape) if gg is None else gg.copy()
+                        if gl is not None:
+                            d += loss_d_logits(lg, gl)
+                        return d
+                    model.backward(toks, d_logits=d_logits)
             finally:
                 model._fwd_hooks, model._bwd_hooks = outer
             return None
 
-    class LibinductLogits(t.autograd.Function):
-        @staticmethod
-        def forward(ctx, anchor):
-            return logits.clone()
-
-        @staticmethod
-        def backward(ctx, grad_out):
-            raise NotImplementedError(LOSS_ONLY)
-
     anchor = t.zeros((), requires_grad=True)
-    return (LibinductLoss.apply(anchor),
-            LibinductLogits.apply(anchor) if logits is not None else None)
+    outs = LibinductPass.apply(anchor)
+    return outs[0], (outs[1] if logits is not None else None)
 
 
 def _np_of(x):

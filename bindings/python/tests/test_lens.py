@@ -446,7 +446,7 @@ def test_hooked_transformer_loss_backward_runs_the_backward_hooks():
     """TransformerLens's pattern: add_hook(name, fn, "bwd") (or run_with_hooks with
     bwd_hooks), then loss.backward() on model(tokens, return_type="loss"); the hooks get
     torch tensors with the gradients run_with_cache(incl_bwd=True) gives; a metric of the
-    logits cannot be differentiated (clear NotImplementedError)."""
+    logits is differentiated too."""
     m, _, toks = trained("mlp_ln")
     ht = HookedTransformer.from_model(m)
     t = torch.from_numpy(toks.astype(np.int64))
@@ -472,10 +472,30 @@ def test_hooked_transformer_loss_backward_runs_the_backward_hooks():
     loss = ht.run_with_hooks(t, return_type="loss", bwd_hooks=[("blocks.1.attn.hook_z", keep)])
     loss.backward()
     assert set(got) == {"blocks.1.attn.hook_z"}
+    # a metric of the logits: its gradient reaches the hooks and the weights, as
+    # model.backward(tokens, d_logits=...) gives it (checked against finite differences
+    # in C, check_grad_hooks, and against the exact patches in test_patching.py)
+    got.clear()
     with ht.hooks(bwd_hooks=[("blocks.1.attn.hook_z", keep)]):
         logits = ht(t)
-    with pytest.raises(NotImplementedError, match="mean next-token loss"):
-        logits[0, 0, 0].backward()
+    (logits[:, -2, 3] - logits[:, -2, 5]).mean().backward()
+    d = np.zeros(tuple(logits.shape), dtype=np.float32)
+    d[:, -2, 3], d[:, -2, 5] = 1 / len(toks), -1 / len(toks)
+    want = {}
+    with m.hooks(bwd_hooks=[("blocks.1.attn.hook_z",
+                             lambda g, h: want.__setitem__(h.name, g.copy()))]):
+        m.backward(toks, d_logits=d)
+    assert np.array_equal(got["blocks.1.attn.hook_z"].numpy(), want["blocks.1.attn.hook_z"])
+    # loss and logits in one graph: one backward pass from the combined d(logits), equal
+    # to the mean loss's own backward pass plus the metric's (linearity)
+    wq_metric = m.get("blocks.0.attn.W_Q", grad=True)
+    m.backward(toks)
+    wq_loss = m.get("blocks.0.attn.W_Q", grad=True)
+    with ht.hooks(bwd_hooks=[("blocks.1.attn.hook_z", keep)]):
+        out = ht(t, return_type="both")
+    (out.loss + (out.logits[:, -2, 3] - out.logits[:, -2, 5]).mean()).backward()
+    both = np.asarray(ht.get("blocks.0.attn.W_Q", grad=True))
+    assert np.abs(both - (wq_metric + wq_loss)).max() <= 1e-5 * np.abs(both).max()
 
 
 def test_backward_hook_misuse_is_clear():
