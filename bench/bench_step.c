@@ -22,6 +22,12 @@
  *                  attn.hook_result (TransformerLens's run_with_cache default), and a cache
  *                  of every point with it (induct_model_run_with_cache, buffers reused):
  *                  {"plain": [...], "cache": [...], "cache_result": [...]} (ms)
+ *         gradcache N  N rounds of two passes on the training batch, in turn: a plain
+ *                  forward and backward (induct_model_backward) and one whose gradient
+ *                  hooks copy the gradient at every hook point but attn.hook_result
+ *                  (induct_model_backward_with_grad_hooks, what TransformerLens's
+ *                  run_with_cache(incl_bwd=True) keeps; buffers reused):
+ *                  {"backward": [...], "grad_cache": [...]} (ms)
  *         rss      {"peak_rss_kib": ..., "base_rss_kib": ..., "n_params": ...}
  *         quit
  *   bench_step roof [--threads N] [--size S] [--reps R]
@@ -170,6 +176,58 @@ static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32
     free(t);
 }
 
+/* A gradient hook that copies the gradient into the buffer in user (sized by the caller). */
+static int copy_grad(void *user, const char *name, float *g, const uint32_t *shape,
+                     uint32_t ndim) {
+    size_t n = 1;
+    (void)name;
+    for (uint32_t i = 0; i < ndim; i++) n *= shape[i];
+    memcpy(user, g, n * sizeof *g);
+    return 0;
+}
+
+/* The gradcache command (see the top). */
+static void grad_cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32_t T,
+                              size_t rounds) {
+    enum { MAXP = 256 };
+    char names[MAXP][96];
+    induct_hook gh[MAXP];
+    float *bufs[MAXP];
+    size_t np = 0, len, cap;
+    for (size_t k = 0; k < MAXP && induct_model_hook_point(m, k, names[np], sizeof names[np],
+                                                           &len) == INDUCT_OK;
+         k++) {
+        if (strstr(names[np], "hook_result")) continue;
+        die(induct_model_hook_shape(m, names[np], B, T, NULL, NULL, &cap), "hook shape");
+        bufs[np] = malloc(cap * sizeof(float));
+        if (!bufs[np]) die(INDUCT_ENOMEM, "gradient buffers");
+        gh[np] = (induct_hook){names[np], copy_grad, bufs[np]};
+        np++;
+    }
+    double *t = malloc(2 * rounds * sizeof *t);
+    if (!t) die(INDUCT_ENOMEM, "times");
+    for (size_t r = 0; r < rounds; r++) {
+        double t0 = now_ms();
+        die(induct_model_backward(m, tok, B, T, NULL), "backward");
+        double t1 = now_ms();
+        die(induct_model_backward_with_grad_hooks(m, tok, B, T, NULL, 0, gh, np, NULL),
+            "backward with gradient hooks");
+        double t2 = now_ms();
+        t[r] = t1 - t0, t[rounds + r] = t2 - t1;
+    }
+    const char *key[2] = {"backward", "grad_cache"};
+    printf("{");
+    for (int k = 0; k < 2; k++) {
+        printf("%s\"%s\": [", k ? ", " : "", key[k]);
+        for (size_t r = 0; r < rounds; r++) printf("%s%.4f", r ? ", " : "", t[k * rounds + r]);
+        printf("]");
+    }
+    printf("}\n");
+    fflush(stdout);
+    for (size_t i = 0; i < np; i++) free(bufs[i]);
+    free(t);
+}
+
 static int step(int argc, char **argv) {
     unsigned V = 64, T = 24, D = 64, H = 4, L = 2, M = 0, LN = 0, B = 64, threads = 1;
     unsigned pos = INDUCT_POS_STANDARD, smeared = 0, shards = 1, E = 0, SL = 0;
@@ -281,6 +339,11 @@ static int step(int argc, char **argv) {
         if (!strcmp(cmd, "cache")) {
             if (nf < 2 || k < 1) continue;
             cache_rounds(m, tok, B, T, (size_t)k);
+            continue;
+        }
+        if (!strcmp(cmd, "gradcache")) {
+            if (nf < 2 || k < 1) continue;
+            grad_cache_rounds(m, tok, B, T, (size_t)k);
             continue;
         }
         if (!strcmp(cmd, "rss")) {

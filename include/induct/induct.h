@@ -2761,6 +2761,7 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * | `blocks.{l}.hook_resid_mid`        | [B, T, D]      | MLP models                 |
  * | `blocks.{l}.ln2.hook_normalized`   | [B, T, D]      | MLP models with LayerNorm  |
  * | `blocks.{l}.mlp.hook_pre`, `hook_post` | [B, T, M]  | MLP models                 |
+ * | `blocks.{l}.hook_mlp_out`          | [B, T, D]      | MLP models, computed when hooked |
  * | `blocks.{l}.hook_resid_post`       | [B, T, D]      | always                     |
  * | `ln_final.hook_normalized`         | [B, T, D]      | LayerNorm models           |
  *
@@ -2773,14 +2774,21 @@ INDUCT_API int induct_model_generate(induct_model *model, const int32_t *prompt,
  * diagonal of either are ignored: the softmax masks those scores and the pass sets
  * those pattern entries back to 0, so no query sees a later key); `hook_z` the
  * pattern-weighted values; `hook_result` the per-head output `z_h W_O[h]` (no bias);
- * `hook_attn_out` = Σ_h result + b_O. `blocks.{l}.hook_resid_post` and
+ * `hook_attn_out` = Σ_h result + b_O; `hook_mlp_out` the MLP's output
+ * `hook_post W_out + b_out` (resid_post = resid_mid + mlp_out). `blocks.{l}.hook_resid_post` and
  * `blocks.{l+1}.hook_resid_pre` are the same tensor at two consecutive points.
  * Shortformer models add W_pos to the query/key input only: they have no `hook_pos_embed`.
  *
  * A hook that writes changes what the rest of the pass computes from that point on.
  * With no hook installed the pass is the plain forward pass (same bits, same speed);
- * hooks on the scores or pattern, or that only read, leave every other activation
- * bit-identical. Head ablations in force (induct_model_ablate_head()) are hooks too;
+ * hooks that only read, or write back what they read, leave every activation and the
+ * logits bit-identical (where what a hook leaves picks the pass's route, at
+ * `hook_embed`, `hook_pos_embed`, `blocks.0.hook_resid_pre`, `hook_result`,
+ * `hook_attn_out` and `hook_mlp_out`, the pass compares it with what it computed).
+ * A change at `hook_result`, `hook_attn_out` or `hook_mlp_out` rebuilds the residual
+ * stream from what the hooks left (other roundings than the plain pass's fused product);
+ * one at `hook_embed`, `hook_pos_embed` or `blocks.0.hook_resid_pre` of a model without
+ * LayerNorm turns off the folding of layer 0 into the embeddings (other roundings). Head ablations in force (induct_model_ablate_head()) are hooks too;
  * they run before the caller's at the same point. Hooks may also stay in training steps
  * (induct_train_step_with_hooks(), induct_model_backward_with_hooks()).
  *  @{ */
@@ -2865,8 +2873,10 @@ INDUCT_API int induct_model_hook_point(const induct_model *model, size_t index, 
  * @param[out] mean_loss_out Mean per-token loss (nats), or NULL.
  * @return as induct_model_forward(); ::INDUCT_EINVAL (a hook without a function, an
  *         unknown point name); ::INDUCT_ERANGE (a point this model does not have);
- *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_EINTERRUPTED (a hook returned
- *         nonzero: the outputs are not written). Buffers are checked before the pass.
+ *         ::INDUCT_ELIMIT (more than 4096 hooks); ::INDUCT_ENOMEM (the hooks' scratch, or
+ *         the copy that tells whether the hooks at a point of the list above changed
+ *         it); ::INDUCT_EINTERRUPTED (a hook returned nonzero: the outputs are not
+ *         written). Buffers are checked before the pass.
  * @since 0.1 Uses the model's workspace: one thread per model; hooks run on the
  *        calling thread.
  */
@@ -2895,15 +2905,13 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  * `hook_attn_scores` the pattern is the softmax of the scores left, and q and k (and
  * b_K, which then has a gradient) get theirs through the unchanged scores only; at
  * `hook_pattern` the softmax's Jacobian is taken at the pattern the scores gave;
- * `hook_attn_out` passes its gradient on to `b_O`, `W_O` and z, and `hook_result` (per
- * head and element) to `W_O[h]` and z_h, only where unchanged (the residual stream
- * around them passes its gradient on as it is); `hook_embed` and
+ * `hook_attn_out` passes its gradient on to `b_O`, `W_O` and z, `hook_result` (per
+ * head and element) to `W_O[h]` and z_h, and `hook_mlp_out` to `b_out`, `W_out` and
+ * `hook_post`, only where unchanged (the residual stream around them passes its
+ * gradient on as it is); `hook_embed` and
  * `hook_pos_embed` pass d resid to `W_E` and `W_pos` only where unchanged. Writes above
  * the diagonal of the scores or pattern change nothing. A hook that writes back what
- * it read leaves the loss and every gradient bit-identical to induct_model_backward(),
- * except that a write on `hook_embed`, `hook_pos_embed` or `blocks.0.hook_resid_pre` of
- * a model without LayerNorm turns off the folding of layer 0 into the embeddings
- * (other roundings, see docs/hooks.md).
+ * it read leaves the loss and every gradient bit-identical to induct_model_backward().
  * @param model The model.
  * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
  * @param batch Number of sequences, ≥ 1.
@@ -2915,8 +2923,9 @@ INDUCT_API int induct_model_run_with_hooks(induct_model *model, const int32_t *t
  *         (heads ablated); ::INDUCT_ENOMEM or ::INDUCT_ELIMIT (the record of what the
  *         hooks changed: one byte per hooked element, and a copy of the values at a
  *         LayerNorm's `hook_normalized` or `hook_pattern` where a hook changed some;
- *         after writes at `hook_embed`, `hook_pos_embed`, `hook_result` or
- *         `hook_attn_out`, two [batch, seq_len, d_model] buffers of backward scratch,
+ *         after writes at `hook_embed`, `hook_pos_embed`, `hook_result`,
+ *         `hook_attn_out` or `hook_mlp_out`, two [batch, seq_len, d_model] buffers of
+ *         backward scratch,
  *         which count against the model's memory limit: ::INDUCT_ELIMIT).
  * @since 0.1 Uses the model's workspace: one thread per model.
  */
@@ -2924,6 +2933,179 @@ INDUCT_API int induct_model_backward_with_hooks(induct_model *model, const int32
                                                 uint32_t batch, uint32_t seq_len,
                                                 const induct_hook *hooks, size_t n_hooks,
                                                 double *mean_loss_out);
+
+/**
+ * @brief Forward and backward with caller hooks, and gradient hooks that see (and may
+ * overwrite) the gradient of the loss at hook points during the backward pass, as
+ * TransformerLens's backward hooks do.
+ *
+ * The forward pass and its `hooks` are those of induct_model_backward_with_hooks(), and so
+ * are the gradients it leaves in the model's gradient buffer, except for what the gradient
+ * hooks change. Each gradient hook is an ::induct_hook whose function is called during the
+ * backward pass with `activation` = the gradient of the mean per-token loss (nats, the
+ * mean over batch × (seq_len − 1) positions, as `mean_loss_out`) with respect to the
+ * activation at its point, in that activation's shape (the table above; `shape[0]` =
+ * batch), that is nats per unit of activation. The activation is the one the rest of the
+ * forward pass used: what the forward hooks at the point left. The points are visited in
+ * the reverse of the forward pass's order: `ln_final.hook_normalized`, then for each
+ * layer l from the last to the first `hook_resid_post`, `hook_mlp_out`, `mlp.hook_post`, `mlp.hook_pre`,
+ * `ln2.hook_normalized`, `hook_resid_mid`, `hook_attn_out`, `attn.hook_result`,
+ * `attn.hook_z`, `attn.hook_pattern`, `attn.hook_attn_scores`, `attn.hook_k_smeared`,
+ * `attn.hook_v`, `attn.hook_k`, `attn.hook_q`, `ln1.hook_normalized`, `hook_resid_pre`,
+ * then `hook_pos_embed` and `hook_embed` (the points the model has); gradient hooks at the
+ * same point run in list order, each seeing what the one before left.
+ *
+ * What the hooks leave in the buffer is what flows on: into the gradients of the
+ * parameters before the point and of every earlier point (writing zeros at a point stops
+ * the gradient through it). Parameters after the point keep the gradients of the
+ * unchanged pass: at a LayerNorm's `hook_normalized` the gain and bias (the input's
+ * gradient is the LayerNorm's backward of what the hooks left), at `attn.hook_result`
+ * b_O (which gets `hook_attn_out`'s gradient). `hook_attn_out` has its own gradient
+ * buffer: the residual stream around the attention (resid_mid = resid_pre + attn_out)
+ * passes d resid_mid on to resid_pre as it is, and what the hooks leave goes to b_O, W_O
+ * and z; so does `hook_mlp_out` (to b_out, W_out and `hook_post`); in the same way `hook_pos_embed` and `hook_embed` each get a copy of layer 0's d
+ * resid_pre, and what they leave goes to W_pos and W_E. `blocks.{l}.hook_resid_post` and
+ * `blocks.{l+1}.hook_resid_pre` are one tensor: the hooks at the latter run first, the
+ * former's see what they left. Above the diagonal (key > query) of `hook_pattern` and
+ * `hook_attn_scores` the gradient is 0 (the pass ignores those entries, see the table's
+ * notes) and what a hook writes there is ignored. Entries a forward hook changed are
+ * constants of the backward pass (induct_model_backward_with_hooks()): the gradient hook
+ * at that point sees the loss's gradient with respect to them, and nothing flows past them
+ * to what they replaced.
+ *
+ * Gradient hooks that only read (or write back what they read) leave the loss and every
+ * parameter gradient bit-identical to induct_model_backward_with_hooks() with the same
+ * `hooks`, except that a gradient hook at `hook_embed`, `hook_pos_embed` or
+ * `blocks.0.hook_resid_pre` of a model without LayerNorm turns off the folding of layer 0
+ * into the embeddings (other roundings). After a change at `hook_pattern` or
+ * `hook_attn_scores` the layer's query, key and value gradients are computed by matrix
+ * products per batch and head instead of the fused kernel (other roundings).
+ *
+ * This is one pass over the whole batch: `shape[0]` is `batch` and
+ * induct_model_hook_batch_index() reports the first sequence as 0. (The gradient shards of
+ * the training steps, ::INDUCT_OPT_GRAD_SHARDS, do not apply here: a pass split into
+ * shards would call each gradient hook once per shard, on that shard's sequences, with
+ * its part of the whole batch's mean.)
+ *
+ * Uses: attribution patching, the first-order estimate of activation patching from one
+ * forward and one backward pass (Syed, Rager and Conmy 2023, "Attribution Patching
+ * Outperforms Automated Circuit Discovery", section 2), gradient-based saliency at hook
+ * points, stopping the gradient through a path.
+ *
+ * @param model The model (its workspace and gradient buffer are written; the weights are
+ *        only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)`.
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` forward hooks (may be NULL when `n_hooks` is 0); read during the
+ *        call only.
+ * @param n_hooks At most 4096.
+ * @param grad_hooks `n_grad_hooks` gradient hooks (may be NULL when `n_grad_hooks` is 0):
+ *        a point name from the table and a function, called with the gradient (valid
+ *        during the call only; may be changed in place); read during the call only.
+ * @param n_grad_hooks At most 4096 (0: induct_model_backward_with_hooks()).
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return as induct_model_backward_with_hooks(); ::INDUCT_EINVAL also for a gradient hook
+ *         without a function, an unknown point name or NULL `grad_hooks` with
+ *         `n_grad_hooks` > 0; ::INDUCT_ERANGE (a point this model does not have);
+ *         ::INDUCT_ELIMIT (more than 4096 gradient hooks; the gradient hooks' scratch
+ *         above 2^36 floats or over the model's memory limit: [batch, seq_len, d_model]
+ *         for hooks at a `hook_normalized`, `hook_attn_out` or `hook_mlp_out`, two of them
+ *         and two more of backward scratch for `hook_embed`, `hook_pos_embed`,
+ *         `hook_attn_out`, `hook_mlp_out` or `hook_result`, [batch, seq_len, n_heads, d_model] for `hook_result`,
+ *         [batch, n_heads, seq_len, seq_len] for `hook_pattern` or `hook_attn_scores`);
+ *         ::INDUCT_ENOMEM (those, or the temporary copy of a point's gradient that tells
+ *         whether its hooks changed it); ::INDUCT_EINTERRUPTED (a gradient hook returned
+ *         nonzero: the backward pass stops there, the gradient buffer's contents are
+ *         unspecified and `mean_loss_out` is not written). Names and lists are checked
+ *         before the pass.
+ * @since 0.2 Uses the model's workspace and gradient buffer: one thread per model; every
+ *        hook runs on the calling thread.
+ */
+INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *model, const int32_t *tokens,
+                                                     uint32_t batch, uint32_t seq_len,
+                                                     const induct_hook *hooks, size_t n_hooks,
+                                                     const induct_hook *grad_hooks,
+                                                     size_t n_grad_hooks, double *mean_loss_out);
+
+/**
+ * @brief The caller's gradient at the logits of a pass: fill `d_logits` from `logits`.
+ * @param user The `user` given to induct_model_backward_from_logits().
+ * @param logits The pass's logits, `[batch][seq_len][d_vocab]` floats (nats: the
+ *        unnormalised log-probabilities of the next token), read-only, valid during the
+ *        call only.
+ * @param d_logits `[batch][seq_len][d_vocab]` floats, all 0 on entry: write d(metric)/
+ *        d(logits) there (the units of the caller's metric per nat); what is left there
+ *        seeds the backward pass. Valid during the call only.
+ * @param batch Sequences of the pass.
+ * @param seq_len Positions per sequence.
+ * @param d_vocab Vocabulary size.
+ * @return 0 to continue; any other value stops the call, which then fails with
+ *         ::INDUCT_EINTERRUPTED.
+ * @since 0.2
+ */
+typedef int (*induct_logits_grad_fn)(void *user, const float *logits, float *d_logits,
+                                     uint32_t batch, uint32_t seq_len, uint32_t d_vocab);
+
+/**
+ * @brief One forward and one backward pass of a caller's function of the logits: the
+ * gradients of a metric (a logit difference, a probability, ...) instead of the loss,
+ * with forward and gradient hooks.
+ *
+ * The forward pass and its `hooks` are those of induct_model_backward_with_grad_hooks().
+ * Then `grad_fn` is called once with the pass's logits and a zeroed `d_logits` buffer of
+ * the same shape, in which it leaves d(metric)/d(logits) for its own metric (for the logit
+ * difference logits[b, p, i] − logits[b, p, j]: +1 at (b, p, i), −1 at (b, p, j)). The
+ * backward pass starts from there instead of from the mean loss's gradient: the model's
+ * gradient buffer (induct_model_get_tensor() with ::INDUCT_BUF_GRAD) receives
+ * d(metric)/d(parameter), and each gradient hook is called with d(metric)/d(activation)
+ * at its point, with every rule of induct_model_backward_with_grad_hooks() (order,
+ * what the hooks leave flows on, writes of forward hooks are constants, bit-identity of
+ * hooks that only read). With `d_logits` = the mean loss's gradient ((softmax − one-hot of
+ * the next token) / (batch × (seq_len − 1)) at positions 0 … seq_len − 2, 0 at the last)
+ * the gradients are those of induct_model_backward_with_grad_hooks() up to rounding (the
+ * loss's own backward fuses the unembedding with the cross-entropy).
+ *
+ * Uses: attribution patching, the first-order estimate of activation patching from one
+ * forward and one backward pass of the corrupted input (Nanda 2023, "Attribution
+ * Patching: Activation Patching At Industrial Scale"; Syed, Rager and Conmy 2023,
+ * "Attribution Patching Outperforms Automated Circuit Discovery", section 2: the change of
+ * a metric when the activation a goes to a' is estimated by (a' − a) · d metric/d a),
+ * which needs the gradient of the metric of the patching experiment (Wang et al. 2022,
+ * "Interpretability in the Wild", section 3: the logit difference), not the loss's.
+ *
+ * @param model The model (its workspace and gradient buffer are written; the weights are
+ *        only read).
+ * @param tokens `[batch][seq_len]` ids in `[0, d_vocab)` (the next tokens also give the
+ *        loss reported in `mean_loss_out`).
+ * @param batch Number of sequences, ≥ 1.
+ * @param seq_len Tokens per sequence, 2 … n_ctx.
+ * @param hooks `n_hooks` forward hooks (may be NULL when `n_hooks` is 0); read during the
+ *        call only.
+ * @param n_hooks At most 4096.
+ * @param grad_hooks `n_grad_hooks` gradient hooks (may be NULL when `n_grad_hooks` is 0),
+ *        as in induct_model_backward_with_grad_hooks(); read during the call only.
+ * @param n_grad_hooks At most 4096.
+ * @param grad_fn The function that gives d(metric)/d(logits); not NULL.
+ * @param user Passed to `grad_fn` as is (may be NULL).
+ * @param[out] mean_loss_out Mean per-token loss of the hooked pass (nats), or NULL.
+ * @return ::INDUCT_OK; the errors of induct_model_backward_with_grad_hooks(); ::INDUCT_EINVAL
+ *         for a NULL `grad_fn`; ::INDUCT_ELIMIT or ::INDUCT_ENOMEM for the `d_logits`
+ *         buffer (batch × seq_len × d_vocab floats, counted against the model's memory
+ *         limit); ::INDUCT_EINTERRUPTED (`grad_fn` returned nonzero);
+ *         ::INDUCT_ENUMERIC (`grad_fn` left a NaN or an infinity). On an error after the
+ *         forward pass the gradient buffer's contents are unspecified and `mean_loss_out`
+ *         is not written.
+ * @since 0.2 Uses the model's workspace and gradient buffer: one thread per model;
+ *        `grad_fn` and every hook run on the calling thread.
+ */
+INDUCT_API int induct_model_backward_from_logits(induct_model *model, const int32_t *tokens,
+                                                 uint32_t batch, uint32_t seq_len,
+                                                 const induct_hook *hooks, size_t n_hooks,
+                                                 const induct_hook *grad_hooks,
+                                                 size_t n_grad_hooks,
+                                                 induct_logits_grad_fn grad_fn, void *user,
+                                                 double *mean_loss_out);
 
 /**
  * @brief One forward pass that copies the activations at `n` named points into caller

@@ -209,3 +209,58 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
         }
     }
 }
+
+/* ---- the backward in parts (gradient hooks at the pattern and the scores) ---------- */
+
+void induct__attn_grad_pattern(float *dA, const float *dz, const float *v, size_t ld, size_t B,
+                               size_t T, size_t H, size_t dh, int nt) {
+    /* per (batch, head): dA = dz v^T, one product, then the part above the diagonal 0 */
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t o = bh / H * T * ld + bh % H * dh;
+        float *a = dA + bh * T * T;
+        induct__gemm(nt, 0, 1, T, T, dh, 1.0f, dz + o, ld, v + o, ld, 0.0f, a, T);
+        for (size_t p = 0; p + 1 < T; p++) memset(a + p * T + p + 1, 0, (T - p - 1) * sizeof *a);
+    }
+}
+
+void induct__attn_grad_scores(float *dS, const float *dA, const float *att_j,
+                              const uint8_t *amask, size_t BH, size_t T, int nt) {
+    PFOR
+    for (idx r = 0; r < (idx)(BH * T); r++) {
+        size_t p = (size_t)r % T, o = (size_t)r * T;
+        const float *a = att_j + o, *g = dA + o;
+        const uint8_t *mk = amask ? amask + o : NULL;
+        double s = 0.0;
+        for (size_t k = 0; k <= p; k++)
+            if (!mk || !mk[k]) s += (double)a[k] * g[k];
+        float *d = dS + o;
+        for (size_t k = 0; k <= p; k++) {
+            double gk = mk && mk[k] ? 0.0 : (double)g[k];
+            d[k] = (float)(a[k] * (gk - s));
+        }
+        for (size_t k = p + 1; k < T; k++) d[k] = 0.0f;
+    }
+}
+
+void induct__attn_grad_qkv(float *dq, float *dk, float *dv, float *dS, const uint8_t *smask,
+                           const float *att, const float *dz, const float *q, const float *k,
+                           size_t ld, size_t B, size_t T, size_t H, size_t dh, float *scratch,
+                           int nt) {
+    float scale = 1.0f / sqrtf((float)dh);
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t o = bh / H * T * ld + bh % H * dh, e0 = bh * T * T;
+        float *S = dS + e0, *A = scratch;
+        /* dS with the masked scores and everything above the diagonal 0 (in place); the
+         * causal part of the pattern (the rest of a training pass's rows is not written) */
+        for (size_t p = 0; p < T; p++) {
+            for (size_t t = 0; t <= p; t++) {
+                if (smask && smask[e0 + p * T + t]) S[p * T + t] = 0.0f;
+                A[p * T + t] = att[e0 + p * T + t];
+            }
+            for (size_t t = p + 1; t < T; t++) S[p * T + t] = A[p * T + t] = 0.0f;
+        }
+        induct__gemm(nt, 0, 0, T, dh, T, scale, S, T, k + o, ld, 0.0f, dq + o, ld);
+        induct__gemm(nt, 1, 0, T, dh, T, scale, S, T, q + o, ld, 0.0f, dk + o, ld);
+        induct__gemm(nt, 1, 0, T, dh, T, 1.0f, A, T, dz + o, ld, 0.0f, dv + o, ld);
+    }
+}

@@ -153,6 +153,14 @@ void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const 
                                        const float *inp, const float *mean, const float *rstd,
                                        const float *w, const float *xhat, const uint8_t *mask,
                                        size_t N, size_t D, int nt);
+/* (induct__layernorm_backward_hooked with dinp NULL computes dw and db only.) */
+/* The input gradient of a LayerNorm from dnorm, the gradient at its normalised values
+ * xhat = (x - mean) * rstd (before the gain): dinp += (g - mean(g) - xhat mean(g xhat))
+ * * rstd per row, with g = dnorm, taken as 0 where mask[n*D+i] is set (NULL: nowhere).
+ * For a backward pass whose gradient at hook_normalized a gradient hook changed. */
+void induct__layernorm_backward_normalized(float *dinp, const float *dnorm, const float *inp,
+                                           const float *mean, const float *rstd,
+                                           const uint8_t *mask, size_t N, size_t D, int nt);
 
 /* ---- attention (attention.c) -------------------------------------------------------- */
 /* Smeared keys (ICL paper): k[j] = s k_raw[j] + (1-s) k_raw[j-1] for j >= 1, s = sigmoid(alpha[h]).
@@ -216,6 +224,27 @@ void induct__attn_causal_backward(float *dq, float *dk, float *dv, const float *
                                   const uint8_t *amask, const float *att_sm,
                                   const uint8_t *smask, size_t B, size_t T, size_t H, size_t dh,
                                   float *scratch, int nt);
+/* The attention's backward in parts, for a backward pass that shows the gradients at
+ * hook_pattern and hook_attn_scores to gradient hooks and continues from what they
+ * leave. Layouts as induct__attn_causal_backward: dA, dS, att [B,H,T,T]; q, k, v, dz and
+ * dq, dk, dv rows of stride ld (head h at h*dh). Only k <= p of att is read.
+ * grad_pattern: dA[b,h,p,k] = dz[b,p,h] . v[b,k,h] for k <= p, 0 above (overwrite; one
+ * product per (batch, head)).
+ * grad_scores: dS = att_j (dA - sum_k att_j dA) per row (double sums), the softmax's
+ * backward at the pattern att_j (the softmax of the scores), with dA taken as 0 where
+ * amask is set (NULL: nowhere) and 0 above the diagonal; dS may be dA (in place).
+ * Without the 1/sqrt(d_head) scale.
+ * grad_qkv: dq = scale dS k, dk = scale dS^T q, dv = att^T dz (overwrite), with dS taken
+ * as 0 where smask is set (NULL: nowhere) and above the diagonal (dS is set so, in
+ * place), scale = 1/sqrt(dh); scratch: T*T floats. */
+void induct__attn_grad_pattern(float *dA, const float *dz, const float *v, size_t ld, size_t B,
+                               size_t T, size_t H, size_t dh, int nt);
+void induct__attn_grad_scores(float *dS, const float *dA, const float *att_j,
+                              const uint8_t *amask, size_t BH, size_t T, int nt);
+void induct__attn_grad_qkv(float *dq, float *dk, float *dv, float *dS, const uint8_t *smask,
+                           const float *att, const float *dz, const float *q, const float *k,
+                           size_t ld, size_t B, size_t T, size_t H, size_t dh, float *scratch,
+                           int nt);
 
 /* ---- the unembedding and the cross-entropy (unembed.c) ------------------------------ */
 /* One row of the cross-entropy: *mx_out = max_v l[v], *s_out = sum_v exp(l[v] -

@@ -78,7 +78,7 @@ void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const 
                                        const float *w, const float *xhat, const uint8_t *mask,
                                        size_t N, size_t D, int nt) {
     PFOR
-    for (idx gi = 0; gi < (idx)((N + LN_ROWS - 1) / LN_ROWS); gi++) {
+    for (idx gi = 0; gi < (idx)(dinp ? (N + LN_ROWS - 1) / LN_ROWS : 0); gi++) {
         size_t n0 = (size_t)gi * LN_ROWS;
         const float *x[LN_ROWS], *g[LN_ROWS];
         ln_rows(x, inp, n0, N, D);
@@ -139,6 +139,35 @@ void induct__layernorm_backward_hooked(float *dinp, float *dw, float *db, const 
         for (size_t j = 0; j < nc; j++) {
             dw[i0 + j] += (float)sw[j];
             db[i0 + j] += (float)sb[j];
+        }
+    }
+}
+
+/* The input gradient from the gradient at the normalised values (no gain): per row,
+ * dinp += (g - mean(g) - xhat mean(g xhat)) rstd over the unmasked elements (masked ones
+ * taken as g = 0), xhat = (x - mean) rstd of the input. Rows in parallel, each row's
+ * sums in double over its elements in order. */
+void induct__layernorm_backward_normalized(float *dinp, const float *dnorm, const float *inp,
+                                           const float *mean, const float *rstd,
+                                           const uint8_t *mask, size_t N, size_t D, int nt) {
+    PFOR
+    for (idx n = 0; n < (idx)N; n++) {
+        const float *x = inp + (size_t)n * D, *g = dnorm + (size_t)n * D;
+        const uint8_t *mk = mask ? mask + (size_t)n * D : NULL;
+        float m = mean[n], r = rstd[n];
+        double s1 = 0.0, s2 = 0.0;
+        for (size_t i = 0; i < D; i++) {
+            if (mk && mk[i]) continue;
+            double xh = (x[i] - m) * r;
+            s1 += g[i];
+            s2 += (double)g[i] * xh;
+        }
+        double a1 = s1 / (double)D, a2 = s2 / (double)D;
+        float *di = dinp + (size_t)n * D;
+        for (size_t i = 0; i < D; i++) {
+            double xh = (x[i] - m) * r;
+            double gi = mk && mk[i] ? 0.0 : (double)g[i];
+            di[i] += (float)((gi - a1 - xh * a2) * r);
         }
     }
 }

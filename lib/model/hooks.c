@@ -34,6 +34,7 @@ static const point_def POINTS[INDUCT__HP_COUNT] = {
     [INDUCT__HP_LN2] = {"ln2.hook_normalized", 1, "BTD"},
     [INDUCT__HP_MLP_PRE] = {"mlp.hook_pre", 1, "BTM"},
     [INDUCT__HP_MLP_POST] = {"mlp.hook_post", 1, "BTM"},
+    [INDUCT__HP_MLP_OUT] = {"hook_mlp_out", 1, "BTD"},
     [INDUCT__HP_RESID_POST] = {"hook_resid_post", 1, "BTD"},
     [INDUCT__HP_LNF] = {"ln_final.hook_normalized", 0, "BTD"},
 };
@@ -47,7 +48,8 @@ static int point_exists(const induct_model_config *c, uint32_t point) {
     case INDUCT__HP_K_SMEARED: return c->smeared_keys != 0;
     case INDUCT__HP_RESID_MID:
     case INDUCT__HP_MLP_PRE:
-    case INDUCT__HP_MLP_POST: return c->d_mlp != 0;
+    case INDUCT__HP_MLP_POST:
+    case INDUCT__HP_MLP_OUT: return c->d_mlp != 0;
     case INDUCT__HP_LN2: return c->d_mlp != 0 && c->layer_norm != 0;
     default: return point < INDUCT__HP_COUNT;
     }

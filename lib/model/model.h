@@ -65,6 +65,7 @@ enum {
     INDUCT__HP_LN2,         /* blocks.l.ln2.hook_normalized */
     INDUCT__HP_MLP_PRE,     /* blocks.l.mlp.hook_pre [batch, pos, d_mlp] */
     INDUCT__HP_MLP_POST,    /* blocks.l.mlp.hook_post */
+    INDUCT__HP_MLP_OUT,     /* blocks.l.hook_mlp_out [batch, pos, d_model] */
     INDUCT__HP_RESID_POST,  /* blocks.l.hook_resid_post */
     INDUCT__HP_LNF,         /* ln_final.hook_normalized */
     INDUCT__HP_COUNT
@@ -144,6 +145,19 @@ typedef struct induct__pass {
      * (of scale_rows sequences; 0 for a pass over a whole batch). Caller hooks report it
      * through induct_model_hook_batch_index(). */
     uint32_t row0;
+    /* Gradient hooks (grad set): called during the backward pass, in the reverse of the
+     * forward's order of points, with the gradient of the loss (the mean over the scored
+     * positions, of the whole batch of scale_rows sequences when sharded) with respect to
+     * the activation of their point, in its shape; what they leave flows on (a shard's
+     * copy of the pass calls them on its own rows). The hooks' `writes` and `dst` are not
+     * used. */
+    const induct__hook *grad_hooks;
+    size_t n_grad_hooks;
+    /* A caller's metric of the logits (grad set): the forward keeps the logits (no fused
+     * cross-entropy gradient) and the backward starts from the d(logits) that logits_fn
+     * leaves (induct_model_backward_from_logits) instead of the mean loss's. */
+    induct_logits_grad_fn logits_fn;
+    void *logits_user;
 } induct__pass;
 /* Shape of a hook point for (B, T): dims into shape[4], returns ndim; 0 when the point
  * does not exist in this model (hooks.c). */
@@ -219,7 +233,8 @@ int induct__model_validate_tokens(const induct_model *m, const int32_t *tokens, 
 int induct__model_workspace(induct_model *m, uint32_t B, uint32_t T);
 /* A pass over every position of validated tokens, no hooks. */
 static inline induct__pass induct__pass_of(const int32_t *tokens, uint32_t B, uint32_t T) {
-    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL, 0};
+    induct__pass p = {tokens, B, T, 0, {NULL, NULL}, {0, 0}, 0, NULL, 0, 0, NULL, 0, NULL, 0, NULL,
+                      0, NULL, 0, NULL, NULL};
     return p;
 }
 /* The forward pass `p`: fills the workspace (per-token losses at a_losses, [B][T-1]),

@@ -197,12 +197,30 @@ void induct__masks_free(induct__masks *ms) {
     memset(ms, 0, sizeof *ms);
 }
 
+/* The points where what the hooks leave picks the route of the rest of the pass: after
+ * a change at hook_result, hook_attn_out or hook_mlp_out the residual stream is rebuilt
+ * from what they left (else the fused product adds the output), after one at hook_embed,
+ * hook_pos_embed or blocks.0.hook_resid_pre layer 0 is not folded into the embedding
+ * tables. A pass without gradients records only these (induct__forward). */
+static int route_point(uint32_t point, uint32_t l) {
+    switch (point) {
+    case INDUCT__HP_EMBED:
+    case INDUCT__HP_POS_EMBED:
+    case INDUCT__HP_RESULT:
+    case INDUCT__HP_ATTN_OUT:
+    case INDUCT__HP_MLP_OUT: return 1;
+    case INDUCT__HP_RESID_PRE: return l == 0;
+    default: return 0;
+    }
+}
+
 /* Run the hooks at (point, layer) on x: the standing intervention's first, then the
- * caller's, each in list order. In a pass with gradients, record what writing hooks
- * changed and, where they changed something, the values the backward pass needs (see
- * induct__mask). */
+ * caller's, each in list order. In a pass with gradients (and at the route points of one
+ * without, see route_point), record what writing hooks changed and, where they changed
+ * something, the values the backward pass needs (see induct__mask). */
 static int fire(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l, float *x) {
-    if (!p->grad || !hooked(p, point, l, 1)) return fire_hooks(m, p, point, l, x);
+    if (!p->masks || !hooked(p, point, l, 1) || (!p->grad && !route_point(point, l)))
+        return fire_hooks(m, p, point, l, x);
     induct__masks *ms = p->masks;
     uint32_t shape[4], nd = induct__hook_shape(m, point, p->B, p->T, shape);
     size_t n = 1;
@@ -263,11 +281,13 @@ static const induct__mask *written(const induct__pass *p, uint32_t point, uint32
 }
 
 /* Does the rest of the pass have to use what a hook at (point, layer) left, rather than
- * the plain pass's value? With gradients: only if it changed something (a hook that
- * writes back what it read changes no bit of the pass or its gradients); without: if
- * a hook there may write. */
+ * the plain pass's value? Where the pass records what the hooks changed (every point
+ * with gradients, the route points without): only if they changed something, so a hook
+ * that reads, or writes back what it read, changes no bit of the pass or its gradients;
+ * elsewhere: if a hook there may write. */
 static int wrote(const induct__pass *p, uint32_t point, uint32_t l) {
-    return p->grad ? written(p, point, l) != NULL : hooked(p, point, l, 1);
+    if (p->masks && (p->grad || route_point(point, l))) return written(p, point, l) != NULL;
+    return hooked(p, point, l, 1);
 }
 
 /* Zero the gradient entries that a writing hook at (point, layer) set (see fire). */
@@ -283,15 +303,54 @@ static const uint8_t *mask_of(const induct__pass *p, uint32_t point, uint32_t l)
     const induct__mask *e = written(p, point, l);
     return e ? e->mask : NULL;
 }
+/* Is a gradient hook at (point, layer)? */
+static int grad_hooked(const induct__pass *p, uint32_t point, uint32_t l) {
+    for (size_t i = 0; i < p->n_grad_hooks; i++)
+        if (p->grad_hooks[i].point == point && p->grad_hooks[i].layer == l) return 1;
+    return 0;
+}
+
+/* Run the gradient hooks at (point, layer), in list order, on g: the gradient of the
+ * loss with respect to that activation, in its shape. With `changed`, *changed tells
+ * whether they left any other bit than they found (the backward pass then follows what
+ * they left where it would otherwise take its fused or shared paths). */
+static int fire_grad(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                     float *g, int *changed) {
+    if (changed) *changed = 0;
+    if (!grad_hooked(p, point, l)) return INDUCT_OK;
+    float *before = NULL;
+    size_t n = 1;
+    if (changed) {
+        uint32_t shape[4], nd = induct__hook_shape(m, point, p->B, p->T, shape);
+        for (uint32_t i = 0; i < nd; i++) n *= shape[i]; /* <= a workspace or scratch buffer */
+        before = malloc(n * sizeof *before);
+        INDUCT_FAIL_IF(!before, INDUCT_ENOMEM, "out of memory comparing a gradient hook's writes");
+        memcpy(before, g, n * sizeof *g);
+    }
+    int rc = INDUCT_OK;
+    for (size_t i = 0; i < p->n_grad_hooks && rc == INDUCT_OK; i++) {
+        const induct__hook *h = &p->grad_hooks[i];
+        if (h->point == point && h->layer == l) rc = h->fn(h->user, m, p, point, l, g);
+    }
+    if (rc == INDUCT_OK && changed) *changed = memcmp(before, g, n * sizeof *g) != 0;
+    free(before);
+    return rc;
+}
+
 #define FIRE(point, l, x)                                                                  \
     do {                                                                                   \
         if (any) INDUCT_TRY(fire(m, p, (point), (l), (x)));                                \
     } while (0)
 
-/* Layer 0 folded into the tables unless a hook may change what it reads. */
+/* Layer 0 folded into the tables unless a hook changed what it reads (known once the
+ * hooks at blocks.0.hook_resid_pre have run: the forward pass asks there). */
 static int use_fold(const induct_model *m, const induct__pass *p) {
-    return induct__fold_layer0(m, p->B, p->T) && !hooked(p, INDUCT__HP_EMBED, 0, 1) &&
-           !hooked(p, INDUCT__HP_POS_EMBED, 0, 1) && !hooked(p, INDUCT__HP_RESID_PRE, 0, 1);
+    return induct__fold_layer0(m, p->B, p->T) && !wrote(p, INDUCT__HP_EMBED, 0) &&
+           !wrote(p, INDUCT__HP_POS_EMBED, 0) && !wrote(p, INDUCT__HP_RESID_PRE, 0) &&
+           /* a gradient hook there needs the whole d resid_pre of layer 0, which the
+            * folded backward does not form */
+           !grad_hooked(p, INDUCT__HP_EMBED, 0) && !grad_hooked(p, INDUCT__HP_POS_EMBED, 0) &&
+           !grad_hooked(p, INDUCT__HP_RESID_PRE, 0);
 }
 
 /* Does pass p compute layer l only at its rows p->rows (the query, pattern rows, z,
@@ -375,7 +434,8 @@ static size_t hook_scratch(const induct_model *m, const induct__pass *p) {
             case INDUCT__HP_LN1:
             case INDUCT__HP_LN2:
             case INDUCT__HP_LNF:
-            case INDUCT__HP_ATTN_OUT: n = ND; break;
+            case INDUCT__HP_ATTN_OUT:
+            case INDUCT__HP_MLP_OUT: n = ND; break;
             case INDUCT__HP_RESULT: /* [N][H][D] and the output: SIZE_MAX on overflow */
                 if (!induct__mul(ND, (size_t)c->n_heads + 1, &n)) return SIZE_MAX;
                 break;
@@ -496,6 +556,16 @@ static int attn_out_hooked(induct_model *m, const induct__pass *p, uint32_t l, c
 
 static int forward_pass(induct_model *m, const induct__pass *p, float *hs, double *mean_loss);
 
+/* Does a writing hook sit at a route point (route_point)? */
+static int route_hooked(const induct__pass *p) {
+    for (int s = 0; s < 2; s++)
+        for (size_t i = 0; i < p->n_hooks[s]; i++) {
+            const induct__hook *h = &p->hooks[s][i];
+            if (h->writes && route_point(h->point, h->layer)) return 1;
+        }
+    return 0;
+}
+
 int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
     if (m->standing.run && !p->bare) return m->standing.run(m->standing.self, m, p, mean_loss);
     /* every point supports writing hooks with gradients, given the record of what they
@@ -505,6 +575,16 @@ int induct__forward(induct_model *m, const induct__pass *p, double *mean_loss) {
             INDUCT_FAIL_IF(p->grad && p->hooks[s][i].writes && !p->masks, INDUCT_ENOTSUP,
                            "writing hooks in a pass with gradients need a record of what "
                            "they change (internal: none was given)");
+    if (!p->grad && !p->masks && route_hooked(p)) {
+        /* a record of what writing hooks change at the route points, so that hooks that
+         * leave the values as they were keep the plain pass's route (and bits) */
+        induct__masks local = {0, 0, NULL};
+        induct__pass q = *p;
+        q.masks = &local;
+        int rc = induct__forward(m, &q, mean_loss);
+        induct__masks_free(&local);
+        return rc;
+    }
     INDUCT_TRY(induct__model_workspace(m, p->B, p->T));
     size_t ns = n_hooks(p) || p->rows ? hook_scratch(m, p) : 0;
     if (!ns) return forward_pass(m, p, NULL, mean_loss);
@@ -533,8 +613,8 @@ static void causal_zero(float *att, size_t n, size_t T) {
 
 /* Layer l up to its attention output: LN1, Q/K/V, attention, attn_resid = resid_pre +
  * z W_O + b_O, with the hooks on the way. */
-static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, int fold,
-                           float *rp, float *attn_resid, float *hs) {
+static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, float *rp,
+                           float *attn_resid, float *hs) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
@@ -575,7 +655,7 @@ static int attention_layer(induct_model *m, const induct__pass *p, uint32_t l, i
         att = cache_or(m, p, INDUCT__HP_PATTERN, l, att);
         z = cache_or(m, p, INDUCT__HP_Z, l, z);
     }
-    if (l == 0 && fold) {
+    if (l == 0 && use_fold(m, p)) { /* after the hooks at blocks.0.hook_resid_pre */
         fold_forward(m, tokens, B, T, q, k_raw, v);
     } else {
         product_at(m, p, at_rows, HD, D, qk_in, W(a->wq), q, NULL, P(o->b_Q), hs);
@@ -663,7 +743,6 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
     else
         induct__embed_forward(resid_at(m, p, 0), tokens, P(m->W_E), standard ? P(m->W_pos) : NULL,
                               B, T, D, nt);
-    int fold = use_fold(m, p);
     for (uint32_t l = l0; l < c->n_layers; l++) {
         const induct__layer_off *o = &m->L[l];
         const induct__layer_act *a = &m->A[l];
@@ -675,7 +754,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
                       : W(a->resid_mid);
         float *attn_resid = M ? mid : out_resid;
         if (!p->resume || l != l0)
-            INDUCT_TRY(attention_layer(m, p, l, fold, rp, attn_resid, hs));
+            INDUCT_TRY(attention_layer(m, p, l, rp, attn_resid, hs));
         if (M) {
             int at_rows = rows_layer(m, p, l); /* no hook at this layer then */
             float *ln2 = c->layer_norm ? W(a->ln2) : mid;
@@ -702,6 +781,20 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
             else
                 induct__gelu_forward_fast(post, pre, N * M, nt);
             FIRE(INDUCT__HP_MLP_POST, l, post);
+            if (any && hooked(p, INDUCT__HP_MLP_OUT, l, 0)) {
+                /* hook_mlp_out = mlp_post W_out + b_out, computed for its hooks; the
+                 * residual stream takes what they left, or (nothing changed) the plain
+                 * pass's fused sum below, the same bits */
+                float *mo = cache_or(m, p, INDUCT__HP_MLP_OUT, l, hs);
+                induct__gemm_bias(nt, N, D, M, post, M, P(o->W_out), D, mo, D, NULL, D,
+                                  P(o->b_out));
+                INDUCT_TRY(fire(m, p, INDUCT__HP_MLP_OUT, l, mo));
+                if (wrote(p, INDUCT__HP_MLP_OUT, l)) {
+                    for (size_t i = 0; i < N * D; i++) out_resid[i] = mid[i] + mo[i];
+                    FIRE(INDUCT__HP_RESID_POST, l, out_resid);
+                    continue;
+                }
+            }
             /* resid_post = resid_mid + b_out + mlp_post W_out */
             product_at(m, p, at_rows, D, M, post, P(o->W_out), out_resid, mid, P(o->b_out), hs);
         }
@@ -727,7 +820,7 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
      * same pass over each block of logits while they are in cache (the logits are not kept:
      * a_logits holds no defined values after such a pass; the backward pass takes the
      * gradients from there) */
-    int g = p->grad;
+    int g = p->grad && !p->logits_fn; /* a caller's metric: its backward starts from the logits */
     double sum = induct__unembed_xent(W(m->a_logits), W(m->a_losses), NULL,
                                       g ? unembed_dinp(m) : NULL, g ? W(m->g_wt) : NULL,
                                       lnf, P(m->W_U), P(m->b_U), tokens, B, T, D, V,
@@ -747,38 +840,105 @@ static int forward_pass(induct_model *m, const induct__pass *p, float *hs, doubl
 }
 #undef FIRE
 
-/* ---- backward through writing hooks ------------------------------------------------ */
+/* ---- backward through writing hooks and gradient hooks ------------------------------- */
 
 /* A LayerNorm's backward (see induct__layernorm_backward_hooked) at its hook_normalized
- * (point, l): the plain backward unless a writing hook changed the normalised values. */
-static void ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
-                        float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                        const float *mean, const float *rstd, const float *w) {
+ * (point, l): the plain backward unless a writing hook changed the normalised values.
+ * Gradient hooks there get d(normalized) = dout * w (the gain's share; gs holds it) and
+ * the input's gradient follows what they leave, the gain's and the bias's being those
+ * of dout (they come after the point). */
+static int ln_backward(induct_model *m, const induct__pass *p, uint32_t point, uint32_t l,
+                       float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                       const float *mean, const float *rstd, const float *w, float *gs) {
     const induct__mask *e = written(p, point, l);
-    induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w,
-                                      e ? e->value : NULL, e ? e->mask : NULL,
-                                      (size_t)p->B * p->T, m->cfg.d_model, induct__nt(m));
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model;
+    int nt = induct__nt(m), changed = 0;
+    if (grad_hooked(p, point, l)) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t i = 0; i < D; i++) gs[n * D + i] = dout[n * D + i] * w[i];
+        INDUCT_TRY(fire_grad(m, p, point, l, gs, &changed));
+    }
+    if (!changed) {
+        induct__layernorm_backward_hooked(dinp, dw, db, dout, inp, mean, rstd, w,
+                                          e ? e->value : NULL, e ? e->mask : NULL, N, D, nt);
+        return INDUCT_OK;
+    }
+    induct__layernorm_backward_hooked(NULL, dw, db, dout, inp, mean, rstd, w,
+                                      e ? e->value : NULL, NULL, N, D, nt);
+    induct__layernorm_backward_normalized(dinp, gs, inp, mean, rstd, e ? e->mask : NULL, N, D,
+                                          nt);
+    return INDUCT_OK;
 }
 
-/* Floats of backward scratch for what writing hooks changed at the points the workspace
- * has no gradient buffer for (the embeddings, hook_result, hook_attn_out): two [N, D]. */
+/* Floats of backward scratch for what writing hooks changed, or gradient hooks may
+ * change, at the points the workspace has no gradient buffer for (the embeddings,
+ * hook_result, hook_attn_out, hook_mlp_out): two [N, D]. */
 static size_t backward_scratch(const induct_model *m, const induct__pass *p) {
+    size_t two = 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
     for (size_t k = 0; p->masks && k < p->masks->n; k++) {
         uint32_t pt = p->masks->e[k].point;
         if (p->masks->e[k].n_set && (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED ||
-                                     pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT))
-            return 2 * (size_t)p->B * p->T * m->cfg.d_model; /* two workspace-sized rows */
+                                     pt == INDUCT__HP_RESULT || pt == INDUCT__HP_ATTN_OUT ||
+                                     pt == INDUCT__HP_MLP_OUT))
+            return two;
+    }
+    for (size_t k = 0; k < p->n_grad_hooks; k++) {
+        uint32_t pt = p->grad_hooks[k].point;
+        if (pt == INDUCT__HP_EMBED || pt == INDUCT__HP_POS_EMBED || pt == INDUCT__HP_RESULT ||
+            pt == INDUCT__HP_ATTN_OUT || pt == INDUCT__HP_MLP_OUT)
+            return two;
     }
     return 0;
+}
+
+/* The gradient hooks' scratch: the gradients the backward pass does not otherwise hold,
+ * in three regions: `a` [N, D] (a LayerNorm's d(normalized), d attn_out; two of them for
+ * d hook_embed and d hook_pos_embed), `r` [N, H, D] (d hook_result), `s` [B, H, T, T]
+ * (d hook_pattern, then d hook_attn_scores). Offsets in floats; total SIZE_MAX on
+ * overflow. */
+typedef struct grad_scratch {
+    size_t a, r, s, total;
+} grad_scratch;
+
+static grad_scratch grad_scratch_of(const induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, ND = N * c->d_model, na = 0, nr = 0, ns = 0;
+    for (size_t k = 0; k < p->n_grad_hooks; k++) {
+        switch (p->grad_hooks[k].point) {
+        case INDUCT__HP_EMBED:
+        case INDUCT__HP_POS_EMBED: na = 2 * ND; break;
+        case INDUCT__HP_LN1:
+        case INDUCT__HP_LN2:
+        case INDUCT__HP_LNF:
+        case INDUCT__HP_ATTN_OUT:
+        case INDUCT__HP_MLP_OUT:
+            if (na < ND) na = ND;
+            break;
+        case INDUCT__HP_RESULT: /* [N][H][D]: checked */
+            if (!induct__mul(ND, c->n_heads, &nr)) return (grad_scratch){0, 0, 0, SIZE_MAX};
+            break;
+        case INDUCT__HP_SCORES:
+        case INDUCT__HP_PATTERN: /* the size of a workspace pattern */
+            ns = (size_t)p->B * c->n_heads * p->T * p->T;
+            break;
+        default: break;
+        }
+    }
+    grad_scratch g = {0, na, 0, 0};
+    if (!induct__add(na, nr, &g.s) || !induct__add(g.s, ns, &g.total)) g.total = SIZE_MAX;
+    return g;
 }
 
 /* Layer l's attention output, resid_mid = resid_pre + attn_out with attn_out = Σ_h
  * result_h + b_O and result_h = z_h W_O[h]: the gradients of b_O and W_O and dz
  * (overwritten) from dres = d resid_mid. Entries of hook_attn_out and hook_result that
  * a writing hook changed pass no gradient back (dres itself still flows on to
- * resid_pre). bs: backward_scratch floats when a hook changed either (else unused). */
-static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
-                              const float *dres, float *dz, float *bs) {
+ * resid_pre). Gradient hooks at hook_attn_out get a copy of dres (in ga) and at
+ * hook_result d attn_out for each head (in gr); what they leave flows to b_O (from
+ * hook_attn_out only), W_O and z. bs: backward_scratch floats when a hook changed either
+ * or a gradient hook sits at either (else unused). */
+static int attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
+                             const float *dres, float *dz, float *bs, float *ga, float *gr) {
     const induct_model_config *c = &m->cfg;
     const induct__layer_off *o = &m->L[l];
     const induct__layer_act *a = &m->A[l];
@@ -786,61 +946,220 @@ static void attn_out_backward(induct_model *m, const induct__pass *p, uint32_t l
     size_t N = (size_t)p->B * p->T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     const uint8_t *mo = mask_of(p, INDUCT__HP_ATTN_OUT, l), *mr = mask_of(p, INDUCT__HP_RESULT, l);
     const float *dout = dres; /* d attn_out */
+    int changed = 0;
+    if (grad_hooked(p, INDUCT__HP_ATTN_OUT, l)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_ATTN_OUT, l, ga, &changed));
+        if (changed) dout = ga;
+    }
     if (mo) {
         float *g = bs;
-        for (size_t i = 0; i < N * D; i++) g[i] = mo[i] ? 0.0f : dres[i];
+        for (size_t i = 0; i < N * D; i++) g[i] = mo[i] ? 0.0f : dout[i];
         dout = g;
     }
     induct__colsum(G(o->b_O), dout, N, D, D, nt);
-    if (!mr) {
+    int r_changed = 0;
+    if (grad_hooked(p, INDUCT__HP_RESULT, l)) {
+        for (size_t n = 0; n < N; n++)
+            for (size_t h = 0; h < H; h++) memcpy(gr + (n * H + h) * D, dout + n * D, D * sizeof *gr);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_RESULT, l, gr, &r_changed));
+    }
+    if (!mr && !r_changed) {
         induct__gemm_args in = {0, 1, N, HD, D, 1.0f, dout, D, P(o->W_O), D, 0.0f, dz, HD};
         induct__gemm_args w = {1, 0, HD, D, N, 1.0f, W(a->z), HD, dout, D, 1.0f, G(o->W_O), D};
         induct__gemm2(nt, &in, &w);
-        return;
+        return INDUCT_OK;
     }
     float *dr = bs + N * D; /* d result_h, [N, D] per head */
     for (size_t h = 0; h < H; h++) {
         for (size_t n = 0; n < N; n++)
-            for (size_t i = 0; i < D; i++)
-                dr[n * D + i] = mr[(n * H + h) * D + i] ? 0.0f : dout[n * D + i];
+            for (size_t i = 0; i < D; i++) {
+                size_t e = (n * H + h) * D + i;
+                dr[n * D + i] = mr && mr[e] ? 0.0f : r_changed ? gr[e] : dout[n * D + i];
+            }
         induct__gemm(nt, 0, 1, N, dh, D, 1.0f, dr, D, P(o->W_O) + h * dh * D, D, 0.0f, dz + h * dh,
                      HD);
         induct__gemm(nt, 1, 0, dh, D, N, 1.0f, W(a->z) + h * dh, HD, dr, D, 1.0f,
                      G(o->W_O) + h * dh * D, D);
     }
+    return INDUCT_OK;
+}
+
+/* Layer l's attention: dq, dk, dv (overwritten) from dz. With gradient hooks at
+ * hook_pattern or hook_attn_scores the gradients there are formed in gs ([B, H, T, T])
+ * and shown to them; if they change a bit, dq, dk and dv are computed from what they
+ * left (induct__attn_grad_*), else by the fused kernel as without them (the same bits).
+ * *s_changed: the gradient at the scores was changed (b_K then has a gradient). */
+static int attn_backward(induct_model *m, const induct__pass *p, uint32_t l, float *dq, float *dk,
+                         float *dv, const float *dz, float *gs, int *s_changed) {
+    const induct_model_config *c = &m->cfg;
+    const induct__layer_act *a = &m->A[l];
+    int nt = induct__nt(m);
+    size_t B = p->B, T = p->T, H = c->n_heads, dh = c->d_head, HD = H * dh;
+    const induct__mask *pm = written(p, INDUCT__HP_PATTERN, l);
+    const uint8_t *amask = pm ? pm->mask : NULL, *smask = mask_of(p, INDUCT__HP_SCORES, l);
+    const float *att_j = pm ? pm->value : W(a->att); /* the softmax's Jacobian's pattern */
+    int hp = grad_hooked(p, INDUCT__HP_PATTERN, l), hs = grad_hooked(p, INDUCT__HP_SCORES, l);
+    int p_changed = 0;
+    *s_changed = 0;
+    if (hp || hs) {
+        induct__attn_grad_pattern(gs, dz, W(a->v), HD, B, T, H, dh, nt);
+        if (hp) INDUCT_TRY(fire_grad(m, p, INDUCT__HP_PATTERN, l, gs, &p_changed));
+        if (hs) {
+            induct__attn_grad_scores(gs, gs, att_j, amask, B * H, T, nt);
+            INDUCT_TRY(fire_grad(m, p, INDUCT__HP_SCORES, l, gs, s_changed));
+        }
+        if (p_changed || *s_changed) {
+            if (!hs) induct__attn_grad_scores(gs, gs, att_j, amask, B * H, T, nt);
+            induct__attn_grad_qkv(dq, dk, dv, gs, smask, W(a->att), dz, W(a->q), W(a->k), HD, B,
+                                  T, H, dh, W(m->g_att), nt);
+            return INDUCT_OK;
+        }
+    }
+    induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
+                                 W(a->att), amask, pm ? pm->value : NULL, smask, B, T, H, dh,
+                                 W(m->g_att), nt);
+    return INDUCT_OK;
 }
 
 /* resid_pre of layer 0 = hook_embed + hook_pos_embed: the embedding gradients from
- * dres, without the entries a writing hook changed at either point. */
-static void embed_backward_hooked(induct_model *m, const induct__pass *p, const float *dres,
-                                  float *bs) {
+ * dres, without the entries a writing hook changed at either point. Gradient hooks at
+ * hook_pos_embed, then hook_embed, get copies of dres (in ga: two [N, D]); what they
+ * leave goes to W_pos, W_E. bs: [N, D] when a writing hook changed either point or a
+ * gradient hook sits at either (else NULL: the plain backward). */
+static int embed_backward(induct_model *m, const induct__pass *p, const float *dres, float *bs,
+                          float *ga) {
     const induct_model_config *c = &m->cfg;
     size_t N = (size_t)p->B * p->T, D = c->d_model;
+    int nt = induct__nt(m), standard = c->positional == INDUCT_POS_STANDARD;
+    const float *de = dres, *dp = dres;
+    int changed = 0;
+    if (standard && grad_hooked(p, INDUCT__HP_POS_EMBED, 0)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_POS_EMBED, 0, ga, &changed));
+        if (changed) dp = ga;
+    }
+    if (grad_hooked(p, INDUCT__HP_EMBED, 0)) {
+        memcpy(ga + N * D, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_EMBED, 0, ga + N * D, &changed));
+        if (changed) de = ga + N * D;
+    }
     const uint8_t *me = mask_of(p, INDUCT__HP_EMBED, 0), *mp = mask_of(p, INDUCT__HP_POS_EMBED, 0);
-    for (size_t i = 0; i < N * D; i++) bs[i] = me && me[i] ? 0.0f : dres[i];
-    induct__embed_backward_par(G(m->W_E), NULL, bs, p->tokens, p->B, p->T, D, induct__nt(m));
-    if (c->positional != INDUCT_POS_STANDARD) return;
-    for (size_t i = 0; i < N * D; i++) bs[i] = mp && mp[i] ? 0.0f : dres[i];
+    if (!bs || (!me && !mp && de == dres && dp == dres)) {
+        induct__embed_backward_par(G(m->W_E), standard ? G(m->W_pos) : NULL, dres, p->tokens,
+                                   p->B, p->T, D, nt);
+        return INDUCT_OK;
+    }
+    for (size_t i = 0; i < N * D; i++) bs[i] = me && me[i] ? 0.0f : de[i];
+    induct__embed_backward_par(G(m->W_E), NULL, bs, p->tokens, p->B, p->T, D, nt);
+    if (!standard) return INDUCT_OK;
+    for (size_t i = 0; i < N * D; i++) bs[i] = mp && mp[i] ? 0.0f : dp[i];
     induct__pos_backward(G(m->W_pos), bs, p->B, p->T, D);
+    return INDUCT_OK;
 }
 
-static int backward_pass(induct_model *m, const induct__pass *p, float *bs);
+/* Layer l's MLP output, resid_post = resid_mid + mlp_out with mlp_out = mlp_post W_out
+ * + b_out: the gradients of W_out and b_out and dpost (overwritten) from dres = d
+ * resid_post. Entries of hook_mlp_out a writing hook changed pass no gradient back;
+ * gradient hooks there get a copy of dres (in ga) and what they leave goes to W_out,
+ * b_out and mlp_post (dres itself flows on to resid_mid). bs: [N, D] when either
+ * happens (backward_scratch). */
+static int mlp_out_backward(induct_model *m, const induct__pass *p, uint32_t l,
+                            const float *dres, float *dpost, float *bs, float *ga) {
+    const induct__layer_off *o = &m->L[l];
+    const induct__layer_act *a = &m->A[l];
+    size_t N = (size_t)p->B * p->T, D = m->cfg.d_model, M = m->cfg.d_mlp;
+    const float *dout = dres; /* d mlp_out */
+    int changed = 0;
+    if (grad_hooked(p, INDUCT__HP_MLP_OUT, l)) {
+        memcpy(ga, dres, N * D * sizeof *ga);
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_MLP_OUT, l, ga, &changed));
+        if (changed) dout = ga;
+    }
+    const uint8_t *mk = mask_of(p, INDUCT__HP_MLP_OUT, l);
+    if (mk) {
+        for (size_t i = 0; i < N * D; i++) bs[i] = mk[i] ? 0.0f : dout[i];
+        dout = bs;
+    }
+    linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dout, W(a->mlp_post), P(o->W_out), N,
+                        M, D);
+    return INDUCT_OK;
+}
+
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs, float *gs,
+                         grad_scratch gl);
 
 int induct__backward(induct_model *m, const induct__pass *p) {
     size_t nb = backward_scratch(m, p);
-    if (!nb) return backward_pass(m, p, NULL);
-    uint64_t bytes = (uint64_t)nb * sizeof(float);
-    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the backward scratch of writing hooks"));
-    float *bs = malloc(nb * sizeof *bs);
-    INDUCT_FAIL_IF(!bs, INDUCT_ENOMEM, "out of memory: %zu floats of backward scratch", nb);
+    grad_scratch gl = grad_scratch_of(m, p);
+    INDUCT_FAIL_IF(gl.total > INDUCT__WS_FLOATS_MAX || nb > INDUCT__WS_FLOATS_MAX - gl.total,
+                   INDUCT_ELIMIT,
+                   "the gradient hooks' scratch for batch %u x seq_len %u is above 2^36 floats",
+                   p->B, p->T);
+    size_t n = nb + gl.total;
+    if (!n) return backward_pass(m, p, NULL, NULL, gl);
+    uint64_t bytes = (uint64_t)n * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "the backward scratch of hooks"));
+    float *bs = malloc(n * sizeof *bs);
+    INDUCT_FAIL_IF(!bs, INDUCT_ENOMEM, "out of memory: %zu floats of backward scratch", n);
     induct__model_held(m, bytes, 0);
-    int rc = backward_pass(m, p, bs);
+    int rc = backward_pass(m, p, nb ? bs : NULL, gl.total ? bs + nb : NULL, gl);
     free(bs);
     induct__model_held(m, 0, bytes);
     return rc;
 }
 
-static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
+/* The unembedding's backward from a caller's d(logits) (induct_model_backward_from_logits):
+ * p->logits_fn fills d(logits) [N, V] from the logits the forward left (a_logits); then
+ * d(lnf) = d(logits) W_U^T (into unembed_dinp), W_U's gradient lnf^T d(logits) and b_U's
+ * the column sums. The d(logits) buffer counts against the model's memory limit. */
+static int unembed_backward_from_logits(induct_model *m, const induct__pass *p) {
+    const induct_model_config *c = &m->cfg;
+    size_t N = (size_t)p->B * p->T, D = c->d_model, V = c->d_vocab, n;
+    int nt = induct__nt(m);
+    INDUCT_FAIL_IF(!induct__mul(N, V, &n) || n > INDUCT__WS_FLOATS_MAX, INDUCT_ELIMIT,
+                   "d(logits) for batch %u x seq_len %u x d_vocab %zu is above 2^36 floats",
+                   p->B, p->T, V);
+    uint64_t bytes = (uint64_t)n * sizeof(float);
+    INDUCT_TRY(induct__model_reserve(m, bytes, 0, "d(logits)"));
+    float *dl = calloc(n, sizeof *dl);
+    INDUCT_FAIL_IF(!dl, INDUCT_ENOMEM, "out of memory: %zu floats of d(logits)", n);
+    induct__model_held(m, bytes, 0);
+    int rc = p->logits_fn(p->logits_user, W(m->a_logits), dl, p->B, p->T, (uint32_t)V);
+    if (rc != 0) {
+        rc = induct__fail(INDUCT_EINTERRUPTED, "the d(logits) function returned %d", rc);
+    } else {
+        size_t bad = n;
+        for (size_t i = 0; i < n && bad == n; i++)
+            if (!isfinite(dl[i])) bad = i;
+        if (bad < n)
+            rc = induct__fail(INDUCT_ENUMERIC,
+                              "the d(logits) function left %g at batch %zu, position %zu, "
+                              "token %zu", (double)dl[bad], bad / V / p->T, bad / V % p->T,
+                              bad % V);
+    }
+    if (rc == INDUCT_OK) {
+        const float *lnf = c->layer_norm ? W(m->a_lnf) : W(m->a_resid_final);
+        induct__gemm_args in = {0, 1, N, D, V, 1.0f, dl, V, P(m->W_U), V, 0.0f,
+                                unembed_dinp(m), D};
+        induct__gemm_args w = {1, 0, D, V, N, 1.0f, lnf, D, dl, V, 0.0f, G(m->W_U), V};
+        induct__gemm2(nt, &in, &w);
+        induct__colsum(G(m->b_U), dl, N, V, V, nt);
+    }
+    free(dl);
+    induct__model_held(m, 0, bytes);
+    return rc;
+}
+
+/* The gradient hooks at (point, layer) on g, the backward's own buffer of that gradient
+ * (what they leave flows on as it is). */
+#define GRAD(point, l, g)                                                                  \
+    do {                                                                                   \
+        if (p->n_grad_hooks) INDUCT_TRY(fire_grad(m, p, (point), (l), (g), NULL));         \
+    } while (0)
+
+static int backward_pass(induct_model *m, const induct__pass *p, float *bs, float *gs,
+                         grad_scratch gl) {
     const int32_t *tokens = p->tokens;
     uint32_t B = p->B, T = p->T;
     int fold = use_fold(m, p);
@@ -848,52 +1167,64 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
     int nt = induct__nt(m);
     size_t N = (size_t)B * T, D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
     size_t V = c->d_vocab, M = c->d_mlp;
+    float *ga = gs ? gs + gl.a : NULL, *gr = gs ? gs + gl.r : NULL, *gsc = gs ? gs + gl.s : NULL;
     induct__zero(m->grads, m->n_params, nt);
     float *dres = W(m->g_resid), *dh_ = m->g_h != INDUCT_NONE ? W(m->g_h) : NULL;
     /* unembed: logits = lnf W_U + b_U; the forward left d(lnf) (unembed_dinp) and the
-     * row blocks' terms of W_U's and b_U's gradients (g_wt) */
-    induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
+     * row blocks' terms of W_U's and b_U's gradients (g_wt), or, for a caller's metric of
+     * the logits, the logits themselves */
+    if (p->logits_fn)
+        INDUCT_TRY(unembed_backward_from_logits(m, p));
+    else
+        induct__unembed_grad_sum(G(m->W_U), G(m->b_U), W(m->g_wt), N, D, V, nt);
     if (c->layer_norm) {
         memset(dres, 0, N * D * sizeof(float));
-        ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,
-                    W(m->a_resid_final), W(m->a_lnf_mean), W(m->a_lnf_rstd), P(m->lnf_w));
+        INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LNF, 0, dres, G(m->lnf_w), G(m->lnf_b), dh_,
+                               W(m->a_resid_final), W(m->a_lnf_mean), W(m->a_lnf_rstd),
+                               P(m->lnf_w), ga));
     }
     /* dres now holds d(resid_post of the last layer) */
     for (uint32_t li = c->n_layers; li-- > 0;) {
         const induct__layer_off *o = &m->L[li];
         const induct__layer_act *a = &m->A[li];
+        GRAD(INDUCT__HP_RESID_POST, li, dres);
         mask_grad(p, INDUCT__HP_RESID_POST, li, dres);
         if (M) {
             /* resid_post = resid_mid + W_out(gelu(W_in LN2(resid_mid))) */
             float *dpost = W(m->g_mlp), *dpre = W(m->g_mlp2);
-            linear_backward_new(m, dpost, G(o->W_out), G(o->b_out), dres, W(a->mlp_post),
-                                P(o->W_out), N, M, D);
+            INDUCT_TRY(mlp_out_backward(m, p, li, dres, dpost, bs, ga));
+            GRAD(INDUCT__HP_MLP_POST, li, dpost);
             mask_grad(p, INDUCT__HP_MLP_POST, li, dpost);
             induct__gelu_backward_fast(dpre, W(a->mlp_pre), dpost, N * M, nt);
+            GRAD(INDUCT__HP_MLP_PRE, li, dpre);
             mask_grad(p, INDUCT__HP_MLP_PRE, li, dpre);
             linear_backward_new(m, dh_, G(o->W_in), G(o->b_in), dpre, W(a->ln2), P(o->W_in), N, D,
                                 M);
             if (c->layer_norm)
-                ln_backward(m, p, INDUCT__HP_LN2, li, dres, G(o->ln2_w), G(o->ln2_b), dh_,
-                            W(a->resid_mid), W(a->ln2_mean), W(a->ln2_rstd), P(o->ln2_w));
+                INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LN2, li, dres, G(o->ln2_w), G(o->ln2_b),
+                                       dh_, W(a->resid_mid), W(a->ln2_mean), W(a->ln2_rstd),
+                                       P(o->ln2_w), ga));
             else
                 induct__add_inplace(dres, dh_, N * D, nt);
+            GRAD(INDUCT__HP_RESID_MID, li, dres);
             mask_grad(p, INDUCT__HP_RESID_MID, li, dres);
         }
         /* attention output: resid_mid = resid_pre + z W_O + b_O */
         float *dz = W(m->g_z);
-        attn_out_backward(m, p, li, dres, dz, bs);
+        INDUCT_TRY(attn_out_backward(m, p, li, dres, dz, bs, ga, gr));
+        GRAD(INDUCT__HP_Z, li, dz);
         mask_grad(p, INDUCT__HP_Z, li, dz);
         float *dq = W(m->g_q), *dk = W(m->g_k), *dv = W(m->g_v);
-        const induct__mask *pm = written(p, INDUCT__HP_PATTERN, li);
-        induct__attn_causal_backward(dq, dk, dv, dz, HD, W(a->q), HD, W(a->k), HD, W(a->v), HD,
-                                     W(a->att), pm ? pm->mask : NULL, pm ? pm->value : NULL,
-                                     mask_of(p, INDUCT__HP_SCORES, li), B, T, H, dh,
-                                     W(m->g_att), nt);
-        mask_grad(p, INDUCT__HP_Q, li, dq);
+        int k_changed = 0, changed = 0; /* whether gradient hooks changed d scores, d k */
+        INDUCT_TRY(attn_backward(m, p, li, dq, dk, dv, dz, gsc, &k_changed));
+        if (c->smeared_keys) {
+            INDUCT_TRY(fire_grad(m, p, INDUCT__HP_K_SMEARED, li, dk, &changed));
+            k_changed |= changed;
+            mask_grad(p, INDUCT__HP_K_SMEARED, li, dk);
+        }
+        GRAD(INDUCT__HP_V, li, dv);
         mask_grad(p, INDUCT__HP_V, li, dv);
         if (c->smeared_keys) {
-            mask_grad(p, INDUCT__HP_K_SMEARED, li, dk);
             /* dk is d(smeared k); turn it into d(k_raw), reusing g_z (dz no longer needed) */
             float *dkr = W(m->g_z), *dal = W(m->g_alpha);
             induct__smear_backward(dkr, dal, dk, W(a->k_raw), P(o->alpha), B, T, H, dh, nt);
@@ -904,12 +1235,18 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
                 G(o->alpha)[h] += (float)s;
             }
         }
+        INDUCT_TRY(fire_grad(m, p, INDUCT__HP_K, li, dk, &changed));
+        k_changed |= changed;
         mask_grad(p, INDUCT__HP_K, li, dk);
+        GRAD(INDUCT__HP_Q, li, dq);
+        mask_grad(p, INDUCT__HP_Q, li, dq);
         /* b_K adds q·b_K to every score of a query, which the softmax ignores: its
          * gradient is exactly 0 and stays the 0 the buffer was cleared to (summing dk
          * would give rounding noise, which Adam's normalisation turns into updates),
-         * unless a hook set some scores (then the shift changes the pattern) */
-        if (mask_of(p, INDUCT__HP_SCORES, li)) induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
+         * unless a hook set some scores (then the shift changes the pattern) or a
+         * gradient hook changed the gradient at the scores or the keys */
+        if (mask_of(p, INDUCT__HP_SCORES, li) || k_changed)
+            induct__colsum(G(o->b_K), dk, N, HD, HD, nt);
         if (li == 0 && fold) {
             /* the projections' share of d resid_pre goes straight to W_E and W_pos */
             fold_backward(m, tokens, B, T, dq, dk, dv);
@@ -936,15 +1273,12 @@ static int backward_pass(induct_model *m, const induct__pass *p, float *bs) {
         }
         /* with LN: dh_ = d(LN1 output); dres += through LN1 */
         if (c->layer_norm)
-            ln_backward(m, p, INDUCT__HP_LN1, li, dres, G(o->ln1_w), G(o->ln1_b), dh_,
-                        W(a->resid_pre), W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w));
+            INDUCT_TRY(ln_backward(m, p, INDUCT__HP_LN1, li, dres, G(o->ln1_w), G(o->ln1_b), dh_,
+                                   W(a->resid_pre), W(a->ln1_mean), W(a->ln1_rstd), P(o->ln1_w),
+                                   ga));
+        GRAD(INDUCT__HP_RESID_PRE, li, dres);
         mask_grad(p, INDUCT__HP_RESID_PRE, li, dres);
     }
-    if (bs)
-        embed_backward_hooked(m, p, dres, bs);
-    else
-        induct__embed_backward_par(G(m->W_E),
-                                   c->positional == INDUCT_POS_STANDARD ? G(m->W_pos) : NULL,
-                                   dres, tokens, B, T, D, nt);
-    return INDUCT_OK;
+    return embed_backward(m, p, dres, bs, ga);
 }
+#undef GRAD

@@ -176,27 +176,72 @@ INDUCT_API int induct_model_run_with_cache(induct_model *m, const int32_t *token
     return rc;
 }
 
-INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
-                                                uint32_t B, uint32_t T, const induct_hook *hooks,
-                                                size_t n_hooks, double *mean_loss_out) {
-    const char *fn = "induct_model_backward_with_hooks";
+/* Forward with the caller's hooks and backward with the caller's gradient hooks (either
+ * list may be empty): the model's gradients, the mean loss. */
+static int backward_hooked(induct_model *m, const char *fn, const char *grad_fn,
+                           const int32_t *tokens, uint32_t B, uint32_t T,
+                           const induct_hook *hooks, size_t n_hooks,
+                           const induct_hook *grad_hooks, size_t n_grad_hooks,
+                           induct_logits_grad_fn logits_fn, void *logits_user,
+                           double *mean_loss_out) {
     INDUCT_FAIL_IF(!m, INDUCT_EINVAL, "%s: model is NULL", fn);
     INDUCT_TRY(induct__model_validate_tokens(m, tokens, B, T));
-    induct__call_hooks h;
+    induct__call_hooks h, gh;
     INDUCT_TRY(induct__hooks_from_caller(&h, m, fn, hooks, n_hooks, B, T));
+    int rc = induct__hooks_from_caller(&gh, m, grad_fn, grad_hooks, n_grad_hooks, B, T);
+    if (rc != INDUCT_OK) {
+        induct__hooks_free(&h);
+        return rc;
+    }
     induct__masks masks = {0, 0, NULL};
     induct__pass p = induct__pass_of(tokens, B, T);
     p.hooks[1] = h.ih;
     p.n_hooks[1] = h.n;
     p.grad = 1;
     p.masks = &masks;
+    p.grad_hooks = gh.ih;
+    p.n_grad_hooks = gh.n;
+    p.logits_fn = logits_fn;
+    p.logits_user = logits_user;
     double mean;
-    int rc = induct__forward(m, &p, &mean);
+    rc = induct__forward(m, &p, &mean);
     if (rc == INDUCT_OK) rc = induct__backward(m, &p);
     if (rc == INDUCT_OK && mean_loss_out) *mean_loss_out = mean;
     induct__masks_free(&masks);
+    induct__hooks_free(&gh);
     induct__hooks_free(&h);
     return rc;
+}
+
+INDUCT_API int induct_model_backward_with_hooks(induct_model *m, const int32_t *tokens,
+                                                uint32_t B, uint32_t T, const induct_hook *hooks,
+                                                size_t n_hooks, double *mean_loss_out) {
+    return backward_hooked(m, "induct_model_backward_with_hooks", "", tokens, B, T, hooks,
+                           n_hooks, NULL, 0, NULL, NULL, mean_loss_out);
+}
+
+INDUCT_API int induct_model_backward_with_grad_hooks(induct_model *m, const int32_t *tokens,
+                                                     uint32_t B, uint32_t T,
+                                                     const induct_hook *hooks, size_t n_hooks,
+                                                     const induct_hook *grad_hooks,
+                                                     size_t n_grad_hooks, double *mean_loss_out) {
+    return backward_hooked(m, "induct_model_backward_with_grad_hooks",
+                           "induct_model_backward_with_grad_hooks (gradient hooks)", tokens, B, T,
+                           hooks, n_hooks, grad_hooks, n_grad_hooks, NULL, NULL, mean_loss_out);
+}
+
+INDUCT_API int induct_model_backward_from_logits(induct_model *m, const int32_t *tokens,
+                                                 uint32_t B, uint32_t T,
+                                                 const induct_hook *hooks, size_t n_hooks,
+                                                 const induct_hook *grad_hooks,
+                                                 size_t n_grad_hooks,
+                                                 induct_logits_grad_fn grad_fn, void *user,
+                                                 double *mean_loss_out) {
+    INDUCT_FAIL_IF(!grad_fn, INDUCT_EINVAL, "induct_model_backward_from_logits: grad_fn is NULL");
+    return backward_hooked(m, "induct_model_backward_from_logits",
+                           "induct_model_backward_from_logits (gradient hooks)", tokens, B, T,
+                           hooks, n_hooks, grad_hooks, n_grad_hooks, grad_fn, user,
+                           mean_loss_out);
 }
 
 INDUCT_API int induct_model_backward(induct_model *m, const int32_t *tokens, uint32_t B,

@@ -65,8 +65,8 @@ def clear_error():
 
 def __getattr__(name):
     # induct.plot without importing matplotlib up front, induct.reduce and induct.view
-    # (NumPy only) without importing NumPy, induct.lens (PyTorch)
-    if name in ("plot", "lens", "reduce", "view"):
+    # (NumPy only) without importing NumPy, induct.lens (PyTorch), induct.patching (NumPy)
+    if name in ("plot", "lens", "reduce", "view", "patching"):
         import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'induct' has no attribute {name!r}")

@@ -164,6 +164,11 @@ HOOK_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, POINTER(c_float), POINTER(
                            c_uint32)
 
 
+#: induct_logits_grad_fn(user, logits, d_logits, batch, seq_len, d_vocab)
+LOGITS_GRAD_FN = ctypes.CFUNCTYPE(c_int, c_void_p, POINTER(c_float), POINTER(c_float), c_uint32,
+                                  c_uint32, c_uint32)
+
+
 class Hook(ctypes.Structure):
     _fields_ = [("name", c_char_p), ("fn", HOOK_FN), ("user", c_void_p)]
 
@@ -371,6 +376,12 @@ FUNCTIONS = [
      c_int),
     ("induct_model_backward_with_hooks", [P, c_int32_p, c_uint32, c_uint32, POINTER(Hook),
                                           c_size_t, c_double_p], c_int),
+    ("induct_model_backward_with_grad_hooks", [P, c_int32_p, c_uint32, c_uint32,
+                                               POINTER(Hook), c_size_t, POINTER(Hook), c_size_t,
+                                               c_double_p], c_int),
+    ("induct_model_backward_from_logits", [P, c_int32_p, c_uint32, c_uint32, POINTER(Hook),
+                                           c_size_t, POINTER(Hook), c_size_t, LOGITS_GRAD_FN,
+                                           c_void_p, c_double_p], c_int),
     ("induct_train_step_with_hooks", [P, P, c_uint32, c_uint32, POINTER(Hook), c_size_t,
                                       c_double_p], c_int),
     ("induct_train_step_tokens_with_hooks", [P, c_int32_p, c_uint32, c_uint32, POINTER(Hook),
@@ -756,6 +767,36 @@ def llc_potential(func, raised):
             raised.append(e)
             return 1
     return LLC_POTENTIAL_FN(trampoline)
+
+
+def logits_grad(func, raised):
+    """Wrap func(logits) -> d_logits as an induct_logits_grad_fn: `logits` is a read-only
+    float32 NumPy view [batch, seq_len, d_vocab] of the pass's logits (valid during the
+    call only); what func returns (broadcast to that shape) is copied into the library's
+    d(logits) buffer. An exception is appended to `raised` and stops the call (the
+    library then returns INDUCT_EINTERRUPTED; the caller re-raises it). Keep the returned
+    object alive for the whole C call."""
+    np = _arrays.np
+
+    def trampoline(_user, logits, d_logits, batch, seq_len, d_vocab):
+        try:
+            shape = (int(batch), int(seq_len), int(d_vocab))
+            lv = np.ctypeslib.as_array(logits, shape=shape)
+            lv.flags.writeable = False
+            d = func(lv)
+            if hasattr(d, "detach"):  # a PyTorch tensor
+                d = d.detach().cpu().numpy()
+            dv = np.ctypeslib.as_array(d_logits, shape=shape)
+            try:
+                dv[...] = np.broadcast_to(np.asarray(d, dtype=np.float32), shape)
+            except ValueError:
+                raise ValueError(f"the d(logits) function returned shape "
+                                 f"{np.shape(d)}; the logits have shape {shape}") from None
+            return 0
+        except BaseException as e:  # noqa: B036 -- re-raised by the caller
+            raised.append(e)
+            return 1
+    return LOGITS_GRAD_FN(trampoline)
 
 
 def byte_pointer(buf):

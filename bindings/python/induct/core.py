@@ -295,13 +295,24 @@ class Model(_Handle, ModelLens, ModelAnalysis, ModelCache, ModelHooks, ModelLLC)
         return (_arrays.shaped(lg, (B, T, V)) if logits else None,
                 _arrays.shaped(ls, (B, T - 1)), mean.value)
 
-    def backward(self, tokens):
+    def backward(self, tokens, d_logits=None):
         """Forward + backward on tokens; gradients are read with get(name, grad=True).
-        Inside `with model.hooks(...)` writing hooks are constant overwrites for the
-        gradients (see induct.hooks)."""
+        Returns the mean next-token loss (nats). Inside `with model.hooks(...)` writing
+        hooks are constant overwrites for the gradients, and backward hooks get the
+        gradients at their points (see induct.hooks).
+
+        d_logits: None, the gradients of the mean loss; else those of a metric of the
+        logits (induct_model_backward_from_logits): a function called once with the
+        pass's logits (read-only float32 [B, T, d_vocab], valid during the call) returning
+        d(metric)/d(logits) (anything that broadcasts to that shape), or that array
+        itself. Parameter gradients are then d(metric)/d(parameter) and backward hooks see
+        d(metric)/d(activation). induct.patching.logit_diff_metric gives a logit
+        difference with its d(logits)."""
         toks, B, T = _arrays.tokens_in(tokens)
         mean = Out("double")
-        if getattr(self, "_fwd_hooks", None):  # inside `with model.hooks(...)`
+        if d_logits is not None:
+            self._backward_from_logits(toks, B, T, d_logits, mean)
+        elif getattr(self, "_fwd_hooks", None) or getattr(self, "_bwd_hooks", None):
             self._backward_hooked(toks, B, T, mean)
         else:
             call("induct_model_backward", self, toks, B, T, mean)
@@ -698,7 +709,7 @@ class Optimizer(_Handle):
         [batch, seq_len]; returns the mean loss before the update (nats). Inside
         `with model.hooks(...)` the hooks run in the step (see induct.hooks)."""
         loss = Out("double")
-        if getattr(self.model, "_fwd_hooks", None):
+        if getattr(self.model, "_fwd_hooks", None) or getattr(self.model, "_bwd_hooks", None):
             if isinstance(data, Dataset) and (batch is None or seq_len is None):
                 raise TypeError("train_step(dataset, batch, seq_len)")
             train_step_hooked(self, self.model, data, batch, seq_len, loss,

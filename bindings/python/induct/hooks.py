@@ -11,14 +11,18 @@ view in place; so do
 `model.backward()` and `Optimizer.train_step()` inside the block, whose gradients treat
 what a hook wrote as constants. With grad_shards = S (or a communicator) a step calls
 each hook once per shard of batch/S sequences; `model.hook_batch_index()` tells a hook
-which sequences of the batch it holds.
+which sequences of the batch it holds. Backward hooks (`hooks(bwd_hooks=...)`) are
+called by `model.backward()` with the gradient of the mean loss at their point, which
+they may change (what they leave flows on); `run_with_cache(incl_bwd=True)` caches those
+gradients as name + "_grad".
 Needs NumPy. The methods live in ModelHooks, a base class of induct.Model."""
 import contextlib
 import re
 
 from . import _arrays
-from ._capi import Out, call, hook_array, name_array, pointer_array, size_array, string_buffer
-from ._errors import BufferTooSmall
+from ._capi import (Out, call, hook_array, logits_grad, name_array, pointer_array, size_array,
+                    string_buffer)
+from ._errors import BufferTooSmall, Interrupted
 from .cache_tools import CacheTools
 
 _ATTN = ("k", "v", "q", "z", "result", "pattern", "attn_scores", "k_smeared")
@@ -71,7 +75,17 @@ class ActivationCache(CacheTools, dict):
     TransformerLens's short forms: cache["pattern", 1], cache["normalized", 0, "ln1"],
     cache["embed"], cache["resid_post", -1] (a negative layer counts from the end). The
     residual-stream tools (accumulated_resid, decompose_resid, ...) are those of
-    induct.cache_tools.CacheTools."""
+    induct.cache_tools.CacheTools. ActivationCache(cache_dict, model, has_batch_dim=True)
+    builds one from a dict of name -> activation, as TransformerLens's constructor (e.g.
+    from hooks that copied activations or gradients): the entries are PyTorch tensors or
+    NumPy arrays, kept as given."""
+
+    def __init__(self, cache_dict=(), model=None, has_batch_dim=True):
+        dict.__init__(self, cache_dict)
+        if model is not None:
+            self.model = model
+        self.has_batch_dim = has_batch_dim
+        self._torch = any(hasattr(v, "detach") for v in dict.values(self))
 
     def _full(self, key):
         if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], int) \
@@ -121,22 +135,32 @@ class ModelHooks:
              Out("size"))
         return tuple(int(shape[i]) for i in range(nd.value))
 
-    def run_with_cache(self, tokens, names=None):
+    def run_with_cache(self, tokens, names=None, incl_bwd=False, d_logits=None):
         """One forward pass; returns (logits [B, T, V], ActivationCache). `names`: None
         (every point but attn.hook_result, as TransformerLens without use_attn_result:
         the per-head results are n_heads times the attention output and cost a product
         of their own; name them to get them), a list of names (or TransformerLens
         (name, layer) tuples), or a predicate on the full name. The ablations in force
         apply; the logits are those of forward(). Inside `with model.hooks(...)` the
-        hooks run and the cache holds what they left."""
+        hooks run and the cache holds what they left.
+
+        incl_bwd=True: a forward and a backward pass of the mean next-token loss instead
+        (as TransformerLens's run_with_cache(incl_bwd=True) calls backward() on the loss):
+        returns (mean loss in nats, cache), the cache holding each point's activation and,
+        under name + "_grad", d(mean loss)/d(activation) of the same shape (0 above the
+        diagonal of the pattern and scores). The model's parameter gradients are those
+        of backward() (get(name, grad=True)). Backward hooks in force run after the cache
+        has copied the gradient that reached their point. With d_logits (as backward()'s:
+        a function of the logits giving d(metric)/d(logits), or that array) the gradients
+        are those of that metric instead of the loss (the loss is still returned): the
+        forward and backward pass of attribution patching (induct.patching)."""
         np = _numpy()
         toks, B, T = _arrays.tokens_in(tokens)
-        if names is None:
-            names = [n for n in self.hook_points() if not n.endswith(".attn.hook_result")]
-        elif callable(names):
-            names = [n for n in self.hook_points() if names(n)]
-        else:
-            names = [_key(n) for n in names]
+        if incl_bwd:
+            return self._run_with_cache_bwd(toks, B, T, names, d_logits)
+        if d_logits is not None:
+            raise ValueError("d_logits needs incl_bwd=True (it seeds the backward pass)")
+        names = self._cache_names(names)
         bufs = [np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names]
         V = self.config["d_vocab"]
         logits = np.zeros((B, T, V), dtype=np.float32)
@@ -158,31 +182,74 @@ class ModelHooks:
                  logits.ravel(), logits.size, Out("double"))
         return logits, ActivationCache(zip(names, bufs))
 
+    def _cache_names(self, names):
+        if names is None:
+            return [n for n in self.hook_points() if not n.endswith(".attn.hook_result")]
+        if callable(names):
+            return [n for n in self.hook_points() if names(n)]
+        return [_key(n) for n in names]
+
+    def _run_with_cache_bwd(self, toks, B, T, names, d_logits=None):
+        """run_with_cache(incl_bwd=True): one forward and backward pass with copying hooks
+        on both sides (after the forward hooks in force, before the backward hooks)."""
+        np = _numpy()
+        names = self._cache_names(names)
+        acts = {n: np.zeros(self.hook_shape(n, B, T), dtype=np.float32) for n in names}
+        grads = {n: np.zeros_like(a) for n, a in acts.items()}
+
+        def copier(buf):
+            def fn(x, _name):
+                buf[...] = x
+            return fn
+        outer_f = list(getattr(self, "_fwd_hooks", []))
+        outer_b = list(getattr(self, "_bwd_hooks", []))
+        self._fwd_hooks = outer_f + [(n, copier(a)) for n, a in acts.items()]
+        self._bwd_hooks = [(n, copier(g)) for n, g in grads.items()] + outer_b
+        mean = Out("double")
+        try:
+            if d_logits is not None:
+                self._backward_from_logits(toks, B, T, d_logits, mean)
+            else:
+                self._call_hooked("induct_model_backward_with_grad_hooks", self, toks, B, T,
+                                  _HOOKS, _GRAD_HOOKS, mean)
+        finally:
+            self._fwd_hooks, self._bwd_hooks = outer_f, outer_b
+        cache = ActivationCache()
+        for n in names:
+            dict.__setitem__(cache, n, acts[n])
+        for n in names:
+            dict.__setitem__(cache, n + "_grad", grads[n])
+        return mean.value, cache
+
     @contextlib.contextmanager
     def hooks(self, fwd_hooks=(), bwd_hooks=(), reset_hooks_end=True, clear_contexts=False):
         """Within the block, forward() runs with these hooks: a list of (name, fn), name a
         hook point name (or a TransformerLens (name, layer) tuple) or a filter function
         on full names (every point it accepts), fn(activation, hook) -> None or an array
-        of the activation's shape. `activation` is a writable float32 NumPy view (a
-        PyTorch tensor on the same memory for a HookedTransformer) valid during the call;
-        change it in place or return a replacement. `hook` is an induct.HookPoint: a str
+        of the activation's shape. `activation` is a writable float32 NumPy view on the
+        pass's memory, valid during the call only (for a HookedTransformer a PyTorch
+        tensor of its own, a copy that may be kept, written back if changed); change it
+        in place or return a replacement. `hook` is an induct.HookPoint: a str
         equal to the full name, with TransformerLens's .name, .layer() and .ctx. Nested
         blocks add their hooks after the outer ones. reset_hooks_end=False keeps the
         hooks after the block (until Model.reset_hooks()); clear_contexts empties every
-        HookPoint.ctx at the end. bwd_hooks: NotImplementedError (gradients at hook points
-        are not in the C library yet)."""
+        HookPoint.ctx at the end. bwd_hooks: the same pairs, called by backward() (and
+        run_with_cache(incl_bwd=True)) during the backward pass with `activation` = the
+        gradient of the mean next-token loss with respect to the activation at the point
+        (same shape), in the reverse of the forward order; what they leave (in place, or
+        a returned replacement) is the gradient that flows on upstream."""
         _numpy()
-        if bwd_hooks:
-            from .model_lens import BWD_HOOKS_MISSING
-            raise NotImplementedError(BWD_HOOKS_MISSING)
         tag = object()
         added = [(n, f, tag) for n, f in self._resolve_hooks(fwd_hooks)]
+        added_b = [(n, f, tag) for n, f in self._resolve_hooks(bwd_hooks)]
         self._fwd_hooks = list(getattr(self, "_fwd_hooks", [])) + added
+        self._bwd_hooks = list(getattr(self, "_bwd_hooks", [])) + added_b
         try:
             yield self
         finally:
             if reset_hooks_end:
                 self._fwd_hooks = [h for h in self._fwd_hooks if len(h) < 3 or h[2] is not tag]
+                self._bwd_hooks = [h for h in self._bwd_hooks if len(h) < 3 or h[2] is not tag]
             if clear_contexts:
                 self.clear_contexts()
 
@@ -213,15 +280,27 @@ class ModelHooks:
         return first.value, batch.value
 
     def _call_hooked(self, name, *args):
-        """Call C function `name` with (..., hooks, n_hooks, ...) spliced in where None
-        stands in args: the hooks of the enclosing hooks() blocks. A hook's exception
-        is re-raised."""
+        """Call C function `name` with (..., hooks, n_hooks, ...) spliced in where _HOOKS
+        stands in args: the forward hooks of the enclosing hooks() blocks (and where
+        _GRAD_HOOKS stands, the backward hooks). A hook's exception is re-raised."""
         np = _numpy()
+
+        torch_mode = getattr(self, "_torch_mode", False)
 
         def wrap(f):
             def fn(act, hook_name):
                 hp = self._hook_point(hook_name)
-                r = f(self._as_tensor(act), hp)
+                if torch_mode:
+                    # a tensor of its own: TransformerLens code keeps act.detach() (a
+                    # view) after the call; the pass's memory is reused by the next pass.
+                    # What the function leaves in it is written back.
+                    own = act.copy()
+                    r = f(self._as_tensor(own), hp)
+                    if r is None and not np.array_equal(own.view(np.uint32),
+                                                        act.view(np.uint32)):
+                        act[...] = own
+                else:
+                    r = f(self._as_tensor(act), hp)
                 if r is not None:
                     if hasattr(r, "detach"):  # a PyTorch tensor
                         r = r.detach().cpu().numpy()
@@ -233,14 +312,21 @@ class ModelHooks:
                                          f"the activation has shape {act.shape}") from None
                     act[...] = r
             return fn
-        arr, keep = hook_array([(h[0], wrap(h[1])) for h in self._fwd_hooks])
-        i = next(k for k, a in enumerate(args) if a is _HOOKS)
-        args = args[:i] + (arr, len(self._fwd_hooks)) + args[i + 1:]
+        keeps = []
+        for marker, hooks in ((_HOOKS, getattr(self, "_fwd_hooks", [])),
+                              (_GRAD_HOOKS, getattr(self, "_bwd_hooks", []))):
+            if not any(a is marker for a in args):
+                continue
+            arr, keep = hook_array([(h[0], wrap(h[1])) for h in hooks])
+            keeps.append(keep)
+            i = next(k for k, a in enumerate(args) if a is marker)
+            args = args[:i] + (arr, len(hooks)) + args[i + 1:]
         try:
             call(name, *args)
         except Exception:
-            if keep[0][0] is not None:
-                raise keep[0][0] from None
+            for keep in keeps:
+                if keep[0][0] is not None:
+                    raise keep[0][0] from None
             raise
 
     def _forward_hooked(self, toks, B, T, lg, ls, mean):
@@ -250,21 +336,56 @@ class ModelHooks:
                           B * T * V if lg is not None else 0, ls, B * (T - 1) if T > 1 else 0,
                           mean)
 
+    def _backward_from_logits(self, toks, B, T, d_logits, mean):
+        """induct_model_backward_from_logits with the hooks in force: d_logits is a
+        function of the logits (NumPy [B, T, V]) or an array of d(metric)/d(logits)."""
+        np = _numpy()
+        if callable(d_logits):
+            func = d_logits
+        else:
+            arr = d_logits.detach().cpu().numpy() if hasattr(d_logits, "detach") else d_logits
+            arr = np.asarray(arr, dtype=np.float32)
+
+            def func(_logits):
+                return arr
+        raised = []
+        fn = logits_grad(func, raised)
+        try:
+            self._call_hooked("induct_model_backward_from_logits", self, toks, B, T, _HOOKS,
+                              _GRAD_HOOKS, fn, None, mean)
+        except Interrupted:
+            if raised:
+                raise raised[0] from None
+            raise
+
     def _backward_hooked(self, toks, B, T, mean):
         """backward() with the hooks: writing hooks are constant overwrites (no gradient
-        to what they replaced)."""
-        self._call_hooked("induct_model_backward_with_hooks", self, toks, B, T, _HOOKS, mean)
+        to what they replaced); backward hooks get (and may change) the gradients at
+        their points."""
+        if getattr(self, "_bwd_hooks", None):
+            self._call_hooked("induct_model_backward_with_grad_hooks", self, toks, B, T,
+                              _HOOKS, _GRAD_HOOKS, mean)
+        else:
+            self._call_hooked("induct_model_backward_with_hooks", self, toks, B, T, _HOOKS,
+                              mean)
 
 
-#: Stands for the (hooks, n_hooks) pair in ModelHooks._call_hooked's arguments.
+#: Stand for the (hooks, n_hooks) pairs in ModelHooks._call_hooked's arguments: the
+#: forward hooks and the backward (gradient) hooks.
 _HOOKS = object()
+_GRAD_HOOKS = object()
 
 
 def train_step_hooked(opt, model, data, batch, seq_len, loss, is_dataset):
     """Optimizer.train_step() inside `with model.hooks(...)`: the step's forward pass runs
     the hooks and its backward pass follows what they wrote (with gradient shards or a
     communicator: each shard's pass, on its sequences). `data` is a Dataset
-    (is_dataset) or tokens."""
+    (is_dataset) or tokens. Backward hooks are refused: the C library calls gradient
+    hooks in Model.backward() only."""
+    if getattr(model, "_bwd_hooks", None):
+        raise NotImplementedError("backward hooks in a training step: libinduct calls "
+                                  "gradient hooks in Model.backward() (and "
+                                  "run_with_cache(incl_bwd=True)) only")
     if is_dataset:
         model._call_hooked("induct_train_step_with_hooks", opt, data, batch, seq_len, _HOOKS,
                            loss)

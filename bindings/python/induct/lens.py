@@ -1,18 +1,19 @@
 """TransformerLens's names for porting TransformerLens code to libinduct.
 
     from induct.lens import HookedTransformer, HookedTransformerConfig, ActivationCache, \\
-        FactoredMatrix, HookPoint, utils
+        FactoredMatrix, HookPoint, utils, patching
 
 HookedTransformer is an induct.Model whose arrays are PyTorch tensors (Debian's
 python3-torch; CPU, float32 activations, int64 token ids), as TransformerLens's are, and
 whose forward() is TransformerLens's (returns the logits by default). Everything else
 is induct.Model's: the TransformerLens surface (cfg, W_Q, ..., run_with_hooks,
 run_with_cache, to_tokens, ...) and libinduct's own (training, analyses, ablations). Hook
-functions get a tensor on the activation's memory: in-place writes change the pass.
-There is no autograd: the library computes gradients itself (Model.backward,
-Optimizer.train_step). docs/python.md, "TransformerLens → libinduct", lists every name and
+functions get a tensor of their own (a copy they may keep, as TransformerLens code keeps
+act.detach()); in-place writes are written back and change the pass. The library computes
+gradients itself (Model.backward, Optimizer.train_step); with backward hooks in force,
+.backward() on the returned loss or on a metric of the logits runs its backward pass. docs/python.md, "TransformerLens → libinduct", lists every name and
 what differs."""
-from . import _arrays
+from . import _arrays, patching
 from .cache_tools import Slice
 from .core import Model
 from .factored import FactoredMatrix, composition_scores
@@ -21,7 +22,7 @@ from .hooks import ActivationCache, act_name
 from .model_lens import HookedTransformerConfig, Output, lm_cross_entropy_loss
 
 __all__ = ["HookedTransformer", "HookedTransformerConfig", "ActivationCache",
-           "FactoredMatrix", "HookPoint", "Output", "Slice", "utils"]
+           "FactoredMatrix", "HookPoint", "Output", "Slice", "utils", "patching"]
 
 
 class HookedTransformer(Model):

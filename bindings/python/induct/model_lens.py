@@ -27,18 +27,17 @@ from . import _arrays
 from .factored import FactoredMatrix, composition_scores
 from .hook_point import HookPoint
 
-__all__ = ["ModelLens", "HookedTransformerConfig", "Output", "lm_cross_entropy_loss",
-           "BWD_HOOKS_MISSING"]
+__all__ = ["ModelLens", "HookedTransformerConfig", "Output", "lm_cross_entropy_loss"]
 
 #: Marks "argument not given" where None has a meaning.
 _UNSET = object()
 
-#: The message of every entry point that needs gradients at hook points.
-BWD_HOOKS_MISSING = (
-    "backward hooks (and run_with_cache(incl_bwd=True)) need the gradient of the loss at "
-    "a hook point, which libinduct's C API does not provide yet: its backward pass computes "
-    "the gradients of the weights only (Model.backward, Model.get(name, grad=True)). See "
-    "docs/python.md, 'TransformerLens → libinduct'.")
+#: What run_with_cache(incl_bwd=True) differentiates.
+LOSS_ONLY = (
+    "run_with_cache(incl_bwd=True) differentiates the mean next-token loss it returns "
+    "(return_type='loss'), or a metric of the logits given by d_logits= (a function of the "
+    "logits returning d(metric)/d(logits), e.g. induct.patching.LogitDiff(...).grad); "
+    "docs/python.md, 'Gradients'")
 
 Output = collections.namedtuple("Output", "logits loss")
 Output.__doc__ = """forward(return_type="both") result: `logits` [B, T, d_vocab] and `loss`
@@ -692,14 +691,17 @@ class ModelLens:
         if return_type is None:
             return None
         logits = self._out(logits) if want_logits else None
-        if return_type == "logits":
-            return logits
         if loss_per_token:
             loss = self._out(losses)
         elif self._torch_mode:
             loss = _torch().tensor(mean, dtype=_torch().float64)
         else:
             loss = _arrays.np.float64(mean)
+        if self._torch_mode and getattr(self, "_bwd_hooks", None):
+            # backward hooks in force: .backward() runs libinduct's backward pass with them
+            loss, logits = _differentiable(self, toks, loss, logits, loss_per_token)
+        if return_type == "logits":
+            return logits
         return loss if return_type == "loss" else Output(logits, loss)
 
     def __call__(self, input, return_type="logits", loss_per_token=False, prepend_bos=None,
@@ -724,8 +726,19 @@ class ModelLens:
         (name or filter function on names, fn); fn(activation, hook) may change the
         activation in place or return a replacement of the same shape (None: keep).
         Returns what model() returns (logits by default). reset_hooks_end=False leaves
-        the hooks installed (until reset_hooks()). bwd_hooks: NotImplementedError (the C
-        library does not yet give gradients at hook points)."""
+        the hooks installed (until reset_hooks()). bwd_hooks: the same pairs, called with
+        the gradient of the mean loss at their point during a backward pass: for an
+        induct.lens.HookedTransformer the one `.backward()` on the returned loss runs
+        (return_type="loss"; the backward hooks in force when the loss was computed are
+        the ones it calls, as with PyTorch module hooks); for an induct.Model the one
+        model.backward(tokens) runs while they are installed (reset_hooks_end=False, or
+        `with model.hooks(bwd_hooks=...)`)."""
+        if bwd_hooks and reset_hooks_end and not self._torch_mode:
+            import warnings
+            warnings.warn("run_with_hooks: the backward hooks are removed at the end of the "
+                          "call, before model.backward() could call them (use "
+                          "reset_hooks_end=False, or model.backward() inside `with "
+                          "model.hooks(bwd_hooks=...)`)", stacklevel=2)
         with self.hooks(fwd_hooks, bwd_hooks, reset_hooks_end, clear_contexts):
             return self(*model_args, **model_kwargs)
 
@@ -739,11 +752,18 @@ class ModelLens:
         None (every point but attn.hook_result, unless cfg.use_attn_result), a name, a
         list of names (or (name, layer) tuples), or a function on full names.
         remove_batch_dim: entries without their batch dimension (one sequence only).
-        tokens: ids [batch, pos] or text. device: None or "cpu". incl_bwd:
-        NotImplementedError (no gradients at hook points yet). The cache has the
-        ActivationCache tools (accumulated_resid, ...)."""
-        if incl_bwd:
-            raise NotImplementedError(BWD_HOOKS_MISSING)
+        tokens: ids [batch, pos] or text. device: None or "cpu". incl_bwd=True (with
+        return_type="loss", the one scalar TransformerLens can call backward() on): a
+        forward and a backward pass of the mean loss, the cache also holding
+        d(loss)/d(activation) under name + "_grad" (the model's parameter gradients are
+        set as by model.backward()); with d_logits= (a function of the logits giving
+        d(metric)/d(logits), or that array) the gradients are a metric's instead (the
+        loss is still returned). The cache has the ActivationCache tools
+        (accumulated_resid, ...)."""
+        if incl_bwd and (return_type != "loss" or loss_per_token):
+            raise ValueError("run_with_cache(incl_bwd=True) differentiates the mean loss: "
+                             "it needs return_type='loss' without loss_per_token (" +
+                             LOSS_ONLY + ")")
         if device not in (None, "cpu"):
             raise NotImplementedError(f"device={device!r}: libinduct runs on the CPU")
         if return_type not in ("logits", "loss", "both", None):
@@ -762,6 +782,8 @@ class ModelLens:
             np = _arrays.np
             if np.asarray(toks).ndim == 2 and np.asarray(toks).shape[0] != 1:
                 raise ValueError("remove_batch_dim needs a batch of one sequence")
+        if incl_bwd:
+            kwargs["incl_bwd"] = True
         logits, cache = super().run_with_cache(toks, names=names, **kwargs)
         cache.model = self
         if self._torch_mode:
@@ -773,6 +795,9 @@ class ModelLens:
             cache.remove_batch_dim()
         if return_type is None:
             out = None
+        elif incl_bwd:  # `logits` is the mean loss of the forward and backward pass
+            out = _torch().tensor(logits, dtype=_torch().float64) if self._torch_mode else \
+                _arrays.np.float64(logits)
         elif return_type == "logits":
             out = self._out(logits)
         else:
@@ -799,18 +824,18 @@ class ModelLens:
         return hp
 
     def add_hook(self, name, hook, dir="fwd", is_permanent=False, level=None, prepend=False):
-        """Install a forward hook until reset_hooks() (is_permanent: until
+        """Install a hook until reset_hooks() (is_permanent: until
         reset_hooks(including_permanent=True)): name is a hook point name or a filter
         function on names; hook(activation, hook_point). prepend: run it before the
-        hooks already installed at that point. dir="bwd": NotImplementedError."""
-        if dir == "bwd":
-            raise NotImplementedError(BWD_HOOKS_MISSING)
-        if dir != "fwd":
+        hooks already installed at that point. dir="bwd": a backward hook, called with
+        the gradient of the mean loss at the point (see run_with_hooks)."""
+        if dir not in ("fwd", "bwd"):
             raise ValueError(f"dir must be 'fwd' or 'bwd', got {dir!r}")
+        attr = "_fwd_hooks" if dir == "fwd" else "_bwd_hooks"
         tag = "permanent" if is_permanent else "added"
         new = [(n, f, tag) for n, f in self._resolve_hooks([(name, hook)])]
-        cur = list(getattr(self, "_fwd_hooks", []))
-        self._fwd_hooks = new + cur if prepend else cur + new
+        cur = list(getattr(self, attr, []))
+        setattr(self, attr, new + cur if prepend else cur + new)
 
     def add_perma_hook(self, name, hook, dir="fwd"):
         """add_hook(..., is_permanent=True)."""
@@ -818,23 +843,88 @@ class ModelLens:
 
     def reset_hooks(self, clear_contexts=True, direction="both", including_permanent=False,
                     level=None):
-        """Remove the installed forward hooks (add_hook(), hooks left by
-        reset_hooks_end=False, those of enclosing hooks() blocks), except permanent ones
-        unless including_permanent; clear_contexts empties every HookPoint.ctx."""
+        """Remove the installed hooks of `direction` ("fwd", "bwd" or "both"; add_hook(),
+        hooks left by reset_hooks_end=False, those of enclosing hooks() blocks), except
+        permanent ones unless including_permanent; clear_contexts empties every
+        HookPoint.ctx."""
         if direction not in ("fwd", "bwd", "both"):
             raise ValueError(f"direction must be 'fwd', 'bwd' or 'both', got {direction!r}")
         if clear_contexts:
             self.clear_contexts()
-        if direction == "bwd":
-            return
-        keep = [h for h in getattr(self, "_fwd_hooks", [])
-                if not including_permanent and len(h) > 2 and h[2] == "permanent"]
-        self._fwd_hooks = keep
+        for d, attr in (("fwd", "_fwd_hooks"), ("bwd", "_bwd_hooks")):
+            if direction in (d, "both"):
+                setattr(self, attr, [h for h in getattr(self, attr, [])
+                                     if not including_permanent and len(h) > 2 and
+                                     h[2] == "permanent"])
 
     def clear_contexts(self):
         """Empty the ctx dict of every HookPoint of this model."""
         for hp in self.__dict__.get("_hook_objs", {}).values():
             hp.clear_context()
+
+
+def _differentiable(model, toks, loss, logits, per_token):
+    """For a HookedTransformer with backward hooks in force: the loss and the logits as
+    tensors of one autograd node whose backward runs libinduct's forward and backward pass
+    on `toks` with the hooks in force now (forward hooks again, then the backward hooks
+    with the gradients). The gradient that reaches them is combined into one d(logits):
+    the logits' own plus the loss's (softmax − one-hot over the scored positions, times
+    the loss's incoming gradient), and the pass runs from there
+    (induct_model_backward_from_logits); a gradient of exactly 1 on the mean loss alone
+    runs the loss's own backward pass (Model.backward, bit for bit)."""
+    t = _torch()
+    np = _arrays.np
+    fwd = list(getattr(model, "_fwd_hooks", []))
+    bwd = list(getattr(model, "_bwd_hooks", []))
+    tk = np.asarray(toks)
+
+    def loss_d_logits(lg, g_loss):
+        """d(loss)/d(logits) weighted by the loss's incoming gradient (a scalar for the
+        mean loss, [B, T-1] per token)."""
+        lg = lg.astype(np.float64)
+        p = np.exp(lg - lg.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        B, T, _ = lg.shape
+        p[np.arange(B)[:, None], np.arange(T - 1)[None], tk[:, 1:]] -= 1.0
+        p[:, -1] = 0.0
+        w = g_loss if per_token else np.full((B, T - 1), float(g_loss) / (B * (T - 1)))
+        p[:, :-1] *= w[..., None]
+        return p
+
+    class LibinductPass(t.autograd.Function):
+        @staticmethod
+        def forward(ctx, anchor):
+            ctx.set_materialize_grads(False)
+            outs = [loss.clone()]
+            if logits is not None:
+                outs.append(logits.clone())
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, g_loss, g_logits=None):
+            outer = model._fwd_hooks, model._bwd_hooks
+            model._fwd_hooks, model._bwd_hooks = fwd, bwd
+            try:
+                if g_logits is None and g_loss is not None and not per_token and \
+                        float(g_loss) == 1.0:
+                    model.backward(toks)  # the loss's own backward pass
+                else:
+                    gl = None if g_loss is None else g_loss.detach().double().numpy()
+                    gg = None if g_logits is None else g_logits.detach().double().numpy()
+
+                    def d_logits(lg):
+                        d = np.zeros(lg.shape) if gg is None else gg.copy()
+                        if gl is not None:
+                            d += loss_d_logits(lg, gl)
+                        return d
+                    model.backward(toks, d_logits=d_logits)
+            finally:
+                model._fwd_hooks, model._bwd_hooks = outer
+            return None
+
+    anchor = t.zeros((), requires_grad=True)
+    outs = LibinductPass.apply(anchor)
+    return outs[0], (outs[1] if logits is not None else None)
 
 
 def _np_of(x):

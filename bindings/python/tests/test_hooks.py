@@ -58,7 +58,8 @@ def ALL_NAMES(ref):
     per = ["hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
            "attn.hook_v", "attn.hook_k_smeared", "attn.hook_attn_scores", "attn.hook_pattern",
            "attn.hook_z", "attn.hook_result", "hook_attn_out", "hook_resid_mid",
-           "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_resid_post"]
+           "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out",
+           "hook_resid_post"]
     return names + [f"blocks.{l}.{p}" for l in range(c["n_layers"]) for p in per]
 
 

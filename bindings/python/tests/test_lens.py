@@ -9,8 +9,9 @@ induct.factored, induct.lens), each name held to its meaning:
 * FactoredMatrix eigenvalues, SVD and norms equal those of the explicit products, the
   composition scores and eigenvalue copying scores the C library's;
 * tokenizers on the model, saved with it and loaded back;
-* backward hooks: a clear NotImplementedError now, and the test of their meaning marked
-  xfail(strict) until the C library computes gradients at hook points."""
+* backward hooks and run_with_cache(incl_bwd=True): the gradient at every hook point
+  against PyTorch float64 autograd, and what a backward hook writes flows on as the
+  same edit of PyTorch's gradients does."""
 import os
 import tracemalloc
 
@@ -21,7 +22,7 @@ import torch
 import induct
 from induct import _safetensors
 from induct.lens import FactoredMatrix, HookedTransformer, HookedTransformerConfig, utils
-from test_hooks import MODELS, close, torch_cache, trained
+from test_hooks import ALL_NAMES, MODELS, close, torch_cache, trained
 from test_torch_tl import TinyHookedTransformer
 
 MODELS = dict(MODELS)
@@ -306,55 +307,215 @@ def test_use_attn_result_and_names_filter():
     assert one["pattern", 0].shape == (3, 12, 12) and not one.has_batch_dim
 
 
-def test_backward_hooks_are_refused_clearly():
-    m, _, toks = trained("mlp_ln")
-    for call in (lambda: m.run_with_hooks(toks, bwd_hooks=[("hook_embed", print)]),
-                 lambda: m.hooks(bwd_hooks=[("hook_embed", print)]).__enter__(),
-                 lambda: m.add_hook("hook_embed", print, dir="bwd"),
-                 lambda: m.run_with_cache(toks, incl_bwd=True)):
-        with pytest.raises(NotImplementedError, match="gradient of the loss at a hook point"):
-            call()
-    assert np.array_equal(m(toks), m.forward(toks)[0])  # nothing left installed
-
-
-GRAD_API = ("needs the C API induct_model_backward_with_grad_hooks (the gradient of the loss "
-            "at hook points; see docs/python.md): remove this mark when it exists")
-
-
-@pytest.mark.xfail(raises=NotImplementedError, strict=True, reason=GRAD_API)
-def test_backward_hooks_give_the_gradient_at_hook_points():
-    """TransformerLens's bwd_hooks: fn(grad, hook) with d(mean loss)/d(activation), here
-    against PyTorch float64 autograd."""
-    m, ref, toks = trained("mlp_ln")
-    points = ["blocks.0.attn.hook_z", "blocks.1.hook_resid_pre", "blocks.1.attn.hook_pattern",
-              "blocks.0.mlp.hook_post"]
-    got = {}
-
-    def keep(g, hook):
-        got[hook.name] = np.array(g)
-    with m.hooks(bwd_hooks=[(lambda n: n in points, keep)]):
-        m.backward(toks)
+def _torch_grads_at(ref, toks, points, grad_edits=None):
+    """PyTorch float64 autograd: the loss's gradient at each of `points` (retained), with
+    `grad_edits` {name: fn(grad) -> grad} applied to the gradient there during the
+    backward pass (as a TransformerLens backward hook's return), and the parameters'
+    gradients."""
     kept = {}
 
-    def retain(name):
+    def hook(name):
         def fn(x):
+            if grad_edits and name in grad_edits:
+                x = x + 0  # a node of its own: the edit applies to this point only
+                x.register_hook(grad_edits[name])
             x.retain_grad()
             kept[name] = x
             return x
         return fn
+    ref.zero_grad()
     t = torch.from_numpy(toks.astype(np.int64))
-    logits = ref(t, {n: retain(n) for n in points})
-    torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 13),
-                                      t[:, 1:].reshape(-1)).backward()
+    logits = ref(t, {n: hook(n) for n in points})
+    loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                             t[:, 1:].reshape(-1))
+    loss.backward()
+    return ({n: kept[n].grad.numpy() for n in points},
+            {n: p.grad.numpy().copy() for n, p in ref.named_parameters()}, loss.item())
+
+
+def _causal(name, g):
+    """The part both define: above the diagonal of the pattern TransformerLens's gradient
+    is dz.v (its z reads those entries), libinduct's 0 (the pass ignores them)."""
+    if name.endswith(("hook_pattern", "hook_attn_scores")):
+        T = g.shape[-1]
+        return np.where(np.tril(np.ones((T, T), dtype=bool)), g, 0.0)
+    return g
+
+
+@pytest.mark.parametrize("kind", ["mlp_ln", "smeared", "short_ln"])
+def test_backward_hooks_give_the_gradient_at_hook_points(kind):
+    """TransformerLens's bwd_hooks: fn(grad, hook) with d(mean loss)/d(activation) at every
+    point the reference passes, here against PyTorch float64 autograd (the pattern below
+    and on the diagonal; above it libinduct's gradient is exactly 0)."""
+    m, ref, toks = model_and_ref(kind)
+    points = [n for n in m.hook_points() if n in ALL_NAMES(ref)]
+    assert len(points) >= 10
+    got = {}
+    calls = []
+
+    def keep(g, hook):
+        assert isinstance(hook, induct.HookPoint) and g.dtype == np.float32
+        got[hook.name] = np.array(g)
+        calls.append(hook.name)
+    with m.hooks(bwd_hooks=[(lambda n: n in points, keep)]):
+        loss = m.backward(toks)
+    assert calls == points[::-1]  # the reverse of the forward pass's order
+    want, _, ref_loss = _torch_grads_at(ref, toks, points)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
     for n in points:
-        close(got[n], kept[n].grad.numpy(), n)
+        if n.endswith(("hook_pattern", "hook_attn_scores")):
+            T = got[n].shape[-1]
+            assert np.all(got[n][..., ~np.tril(np.ones((T, T), dtype=bool))] == 0), n
+        close(got[n], _causal(n, want[n]), n + " gradient")
 
 
-@pytest.mark.xfail(raises=NotImplementedError, strict=True, reason=GRAD_API)
-def test_run_with_cache_incl_bwd_caches_gradients():
-    m, ref, toks = trained("smeared")
+def test_written_backward_hooks_match_pytorch():
+    """What a backward hook returns (or writes in place) is the gradient that flows on:
+    head 1's z gradient zeroed, the layer-1 pattern's doubled, the layer-0 ln2 input's
+    halved (in place), against PyTorch with the same edits to the gradients; every
+    parameter gradient."""
+    m, ref, toks = trained("mlp_ln")
+    H = m.config["n_heads"]
+    head1 = np.zeros((1, 1, H, 1), dtype=np.float32)
+    head1[0, 0, 1, 0] = 1.0
+
+    def halve(g, hook):
+        g *= np.float32(0.5)
+    bwd = [("blocks.0.attn.hook_z", lambda g, hook: g * (1 - head1)),
+           ("blocks.1.attn.hook_pattern", lambda g, hook: 2 * g),
+           ("blocks.0.ln2.hook_normalized", halve)]
+    with m.hooks(bwd_hooks=bwd):
+        m.backward(toks)
+    grads = {n: m.get(n, grad=True) for n in m.tensor_names()}
+    m.backward(toks)
+    plain = {n: m.get(n, grad=True) for n in m.tensor_names()}
+    edits = {"blocks.0.attn.hook_z": lambda g: g * (1 - torch.from_numpy(head1).double()),
+             "blocks.1.attn.hook_pattern": lambda g: 2 * g,
+             "blocks.0.ln2.hook_normalized": lambda g: 0.5 * g}
+    _, ref_grads, _ = _torch_grads_at(ref, toks, list(edits), edits)
+    assert set(ref_grads) == set(grads)
+    for n in grads:
+        r = ref_grads[n].reshape(grads[n].shape)
+        if np.abs(r).max() < 1e-12:  # b_K: exactly 0 (the softmax ignores a shift), noise
+            assert np.all(grads[n] == 0), n
+        else:
+            close(grads[n], r, n)
+    # the edits matter: layer 0's query weights and ln1 gain train differently
+    assert not np.allclose(grads["blocks.0.attn.W_Q"], plain["blocks.0.attn.W_Q"], atol=1e-6)
+    # head 1's z is all that its query, key and value weights reach: they get exactly 0
+    for w in ("W_Q", "W_K", "W_V"):
+        g, p = grads[f"blocks.0.attn.{w}"][1], plain[f"blocks.0.attn.{w}"][1]
+        assert np.all(g == 0) and np.any(p != 0), w
+
+
+@pytest.mark.parametrize("kind", ["smeared", "mlp_ln"])
+def test_run_with_cache_incl_bwd_caches_gradients(kind):
+    """run_with_cache(incl_bwd=True): the mean loss, every activation of the plain cache
+    and its gradient under name + "_grad" (those of backward hooks, and PyTorch's), the
+    parameter gradients of backward()."""
+    m, ref, toks = trained(kind)
     loss, cache = m.run_with_cache(toks, return_type="loss", incl_bwd=True)
     assert "blocks.0.attn.hook_z_grad" in cache
+    assert loss == pytest.approx(m(toks, return_type="loss"), rel=1e-6)
+    _, plain = m.run_with_cache(toks)
+    assert set(cache) == set(plain) | {n + "_grad" for n in plain}
+    for n in plain:
+        close(cache[n], plain[n], n)
+        assert cache[n + "_grad"].shape == plain[n].shape
+    grads = {n: m.get(n, grad=True) for n in m.tensor_names()}
+    m.backward(toks)
+    for n in grads:
+        close(grads[n], m.get(n, grad=True), n)
+    got = {}
+    with m.hooks(bwd_hooks=[(lambda n: True, lambda g, h: got.__setitem__(h.name, g.copy()))]):
+        m.backward(toks)
+    points = [n for n in plain if n in ALL_NAMES(ref)]
+    want, _, _ = _torch_grads_at(ref, toks, points)
+    for n in points:
+        assert np.array_equal(cache[n + "_grad"], got[n]), n
+        close(cache[n + "_grad"], _causal(n, want[n]), n + "_grad")
+    # a backward hook in force runs after the cache copied the gradient that reached it
+    with m.hooks(bwd_hooks=[("blocks.0.attn.hook_z", lambda g, h: 0 * g)]):
+        _, c2 = m.run_with_cache(toks, return_type="loss", incl_bwd=True)
+    assert np.array_equal(c2["blocks.0.attn.hook_z_grad"], cache["blocks.0.attn.hook_z_grad"])
+    assert not np.array_equal(c2["blocks.0.hook_resid_pre_grad"],
+                              cache["blocks.0.hook_resid_pre_grad"])
+
+
+def test_hooked_transformer_loss_backward_runs_the_backward_hooks():
+    """TransformerLens's pattern: add_hook(name, fn, "bwd") (or run_with_hooks with
+    bwd_hooks), then loss.backward() on model(tokens, return_type="loss"); the hooks get
+    torch tensors with the gradients run_with_cache(incl_bwd=True) gives; a metric of the
+    logits is differentiated too."""
+    m, _, toks = trained("mlp_ln")
+    ht = HookedTransformer.from_model(m)
+    t = torch.from_numpy(toks.astype(np.int64))
+    _, cache = ht.run_with_cache(t, return_type="loss", incl_bwd=True,
+                                 names_filter=lambda n: n.endswith("hook_z"))
+    assert isinstance(cache["blocks.1.attn.hook_z_grad"], torch.Tensor)
+    got = {}
+
+    def keep(g, hook):
+        assert isinstance(g, torch.Tensor)
+        got[hook.name] = g.clone()
+    ht.add_hook(lambda n: n.endswith("hook_z"), keep, "bwd")
+    loss = ht(t, return_type="loss")
+    assert loss.requires_grad and not got  # nothing runs before backward()
+    loss.backward()
+    assert set(got) == {"blocks.0.attn.hook_z", "blocks.1.attn.hook_z"}
+    for n, g in got.items():
+        assert torch.equal(g, cache[n + "_grad"]), n
+    ht.reset_hooks(direction="bwd")
+    got.clear()
+    assert not ht(t, return_type="loss").requires_grad  # no backward hook: a plain tensor
+    # run_with_hooks: the hooks in force when the loss was computed run in backward()
+    loss = ht.run_with_hooks(t, return_type="loss", bwd_hooks=[("blocks.1.attn.hook_z", keep)])
+    loss.backward()
+    assert set(got) == {"blocks.1.attn.hook_z"}
+    # a metric of the logits: its gradient reaches the hooks and the weights, as
+    # model.backward(tokens, d_logits=...) gives it (checked against finite differences
+    # in C, check_grad_hooks, and against the exact patches in test_patching.py)
+    got.clear()
+    with ht.hooks(bwd_hooks=[("blocks.1.attn.hook_z", keep)]):
+        logits = ht(t)
+    (logits[:, -2, 3] - logits[:, -2, 5]).mean().backward()
+    d = np.zeros(tuple(logits.shape), dtype=np.float32)
+    d[:, -2, 3], d[:, -2, 5] = 1 / len(toks), -1 / len(toks)
+    want = {}
+    with m.hooks(bwd_hooks=[("blocks.1.attn.hook_z",
+                             lambda g, h: want.__setitem__(h.name, g.copy()))]):
+        m.backward(toks, d_logits=d)
+    assert np.array_equal(got["blocks.1.attn.hook_z"].numpy(), want["blocks.1.attn.hook_z"])
+    # loss and logits in one graph: one backward pass from the combined d(logits), equal
+    # to the mean loss's own backward pass plus the metric's (linearity)
+    wq_metric = m.get("blocks.0.attn.W_Q", grad=True)
+    m.backward(toks)
+    wq_loss = m.get("blocks.0.attn.W_Q", grad=True)
+    with ht.hooks(bwd_hooks=[("blocks.1.attn.hook_z", keep)]):
+        out = ht(t, return_type="both")
+    (out.loss + (out.logits[:, -2, 3] - out.logits[:, -2, 5]).mean()).backward()
+    both = np.asarray(ht.get("blocks.0.attn.W_Q", grad=True))
+    assert np.abs(both - (wq_metric + wq_loss)).max() <= 1e-5 * np.abs(both).max()
+
+
+def test_backward_hook_misuse_is_clear():
+    m, _, toks = trained("mlp_ln")
+    with pytest.raises(ValueError, match="return_type='loss'"):
+        m.run_with_cache(toks, incl_bwd=True)
+    with pytest.warns(UserWarning, match="removed at the end"):
+        m.run_with_hooks(toks, bwd_hooks=[("hook_embed", print)])
+    opt = induct.Optimizer(m, lr=1e-3)
+    with m.hooks(bwd_hooks=[("hook_embed", print)]):
+        with pytest.raises(NotImplementedError, match="training step"):
+            opt.train_step(toks)
+    with pytest.raises(ValueError, match="dir must be"):
+        m.add_hook("hook_embed", print, dir="sideways")
+    m.add_hook("hook_embed", print, dir="bwd")
+    m.reset_hooks(direction="fwd")
+    assert m._bwd_hooks and not m._fwd_hooks
+    m.reset_hooks()
+    assert not m._bwd_hooks
+    assert np.array_equal(m(toks), m.forward(toks)[0])  # nothing left installed
 
 
 # ---- tokenizers -----------------------------------------------------------------------

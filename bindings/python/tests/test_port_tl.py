@@ -193,6 +193,38 @@ def get_comp_score(W_A, W_B):
     return (W_AB_norm / (W_A_norm * W_B_norm)).item()
 
 
+def logits_to_ave_logit_diff(logits, answer_tokens, wrong_tokens):
+    final_logits = logits[:, -2, :]
+    return (final_logits.gather(-1, answer_tokens[:, None]) -
+            final_logits.gather(-1, wrong_tokens[:, None])).mean()
+
+
+def get_cache_fwd_and_bwd(model, tokens, metric):
+    # attribution patching (Nanda 2023): one forward and one backward pass, caching both
+    model.reset_hooks()
+    cache = {}
+
+    def forward_cache_hook(act, hook):
+        cache[hook.name] = act.detach()
+    model.add_hook(lambda name: name.endswith("hook_z"), forward_cache_hook, "fwd")
+    grad_cache = {}
+
+    def backward_cache_hook(act, hook):
+        grad_cache[hook.name] = act.detach()
+    model.add_hook(lambda name: name.endswith("hook_z"), backward_cache_hook, "bwd")
+    value = metric(model(tokens))
+    value.backward()
+    model.reset_hooks()
+    return value.item(), ActivationCache(cache, model), ActivationCache(grad_cache, model)
+
+
+def attr_patch_head_out(clean_cache, corrupted_cache, corrupted_grad_cache):
+    # [layer, head]: Σ over batch, position and d_head of (clean − corrupted) · gradient
+    return t.stack([((clean_cache["z", layer] - corrupted_cache["z", layer]) *
+                     corrupted_grad_cache["z", layer]).sum(dim=(0, 1, 3))
+                    for layer in range(clean_cache.model.cfg.n_layers)])
+
+
 # ---- the exercises, checked --------------------------------------------------------------
 SEQ_LEN = 20
 
@@ -338,3 +370,38 @@ def test_k_composition_scores(model):
         t.testing.assert_close(tl, native, atol=1e-5, rtol=1e-4)
     k = utils.composition_scores(model.OV[0], model.QK[1].T)
     t.testing.assert_close(k.float(), composition_scores["K"], atol=1e-5, rtol=1e-4)
+
+
+def test_attribution_patching(model):
+    """Attribution patching as its TransformerLens notebook writes it (hooks that keep
+    act.detach() in both directions, metric(logits).backward()) against the exact patches
+    (induct.patching, TransformerLens's patching module's names): at layer 1, whose head
+    outputs reach the logits linearly (no LayerNorm), the estimate is the exact change;
+    the induction head's patch restores the clean logit difference."""
+    from induct import patching
+    clean = generate_repeated_tokens(model, SEQ_LEN, batch=2)
+    corrupted = clean.clone()
+    corrupted[:, 1:SEQ_LEN + 1] = (clean[:, 1:SEQ_LEN + 1] + 7) % (V - 1)
+    answer = clean[:, -1]
+    wrong = (answer + 1) % (V - 1)
+
+    def metric(logits):
+        return logits_to_ave_logit_diff(logits, answer, wrong)
+    clean_value, clean_cache, _ = get_cache_fwd_and_bwd(model, clean, metric)
+    corrupted_value, corrupted_cache, corrupted_grad_cache = get_cache_fwd_and_bwd(
+        model, corrupted, metric)
+    attr = attr_patch_head_out(clean_cache, corrupted_cache, corrupted_grad_cache)
+    assert clean_value > corrupted_value + 5  # the induction head predicts
+    exact = patching.get_act_patch_attn_head_out_all_pos(model, corrupted, clean_cache,
+                                                         metric) - corrupted_value
+    assert attr.shape == (2, 2) and exact.shape == (2, 2)
+    scale = 2 * model(clean).abs().max().item()
+    assert np.abs(attr[1].numpy() - exact[1]).max() <= 1e-5 * scale
+    assert np.abs(exact[1]).max() > 1  # not vacuous
+    assert exact[1, 0] + corrupted_value == pytest.approx(clean_value, abs=1e-5 * scale)
+    # the library's one-call form gives the same estimates
+    est = patching.attribution_patching(model, corrupted, clean_cache,
+                                        patching.LogitDiff(answer, wrong, pos=-2),
+                                        ["attn_head_out_all_pos"])
+    np.testing.assert_allclose(est["attn_head_out_all_pos"], attr.numpy(), rtol=1e-4,
+                               atol=1e-5 * scale)

@@ -147,7 +147,7 @@ class TinyHookedTransformer(nn.Module):
             if hasattr(blk, "mlp"):
                 x = hp(pre + "hook_resid_mid", x)
                 h2 = blk.ln2(x, hp, pre + "ln2.") if hasattr(blk, "ln2") else x
-                x = x + blk.mlp(h2, hp, pre + "mlp.")
+                x = x + hp(pre + "hook_mlp_out", blk.mlp(h2, hp, pre + "mlp."))
             x = hp(pre + "hook_resid_post", x)
         if hasattr(self, "ln_final"):
             x = self.ln_final(x, hp, "ln_final.")
