@@ -9,6 +9,7 @@ import hashlib
 import os
 import time
 
+from phase_change_data import sha256_file
 from report import Incomplete
 from zoo_analyses import (class_changes, evaluation_at_or_after, evaluation_at_or_before,
                           token_classes)
@@ -17,14 +18,6 @@ NAN = float("nan")
 
 
 # ---- the data, checked against the run's SHA-256 ----
-
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
 
 def sha256_tree(root, suffix):
     """SHA-256 of the lines "<SHA-256 of the file>  <relative path>\\n" of the regular files

@@ -10,7 +10,6 @@ PLOT_PHASE_CHANGE (the plot script), INDUCT_BUILD_DIR (the meson build root).
 import json
 import math
 import os
-import random
 import re
 import shutil
 import signal
@@ -20,6 +19,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from tiny_text import write_tiny_text
 
 RUNNER = os.environ["STUDY_RUNNER"]
 REPORT = os.environ["STUDY_REPORT"]
@@ -46,15 +47,7 @@ def run(args, **kw):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    rng = random.Random(8)
-    words = ("the and of to in that he shall unto for his a lord they be is him not them it "
-             "with all thou thy was god which my me said but ye their have will").split()
-    lines = []
-    while sum(map(len, lines)) < 60000:
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(5, 15))) + ".\n")
-    path = tmp_path_factory.mktemp("corpus") / "text.txt"
-    path.write_text("".join(lines))
-    return str(path)
+    return write_tiny_text(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")

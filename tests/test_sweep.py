@@ -10,12 +10,13 @@ STUDY_RUNNER, INDUCT_BUILD_DIR, MPIRUN (may be empty)."""
 import csv
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+from tiny_text import WORDS, write_tiny_text
 
 SWEEP = os.environ["INDUCT_SWEEP"]
 RUNNER = os.environ["STUDY_RUNNER"]
@@ -38,14 +39,7 @@ def task_cmd(corpus):
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    rng = random.Random(8)
-    words = "the and of to in that he shall unto for his a lord they be is him not".split()
-    lines = []
-    while sum(map(len, lines)) < 60000:
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(5, 15))) + ".\n")
-    path = tmp_path_factory.mktemp("corpus") / "text.txt"
-    path.write_text("".join(lines))
-    return str(path)
+    return write_tiny_text(tmp_path_factory.mktemp("corpus"), words=WORDS[:18])
 
 
 def tasks_file(path, extra=None):

@@ -16,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 
+from tiny_text import write_tiny_text
+
 ZOO_SH = os.environ["ZOO_SH"]
 REPORT = os.environ["ZOO_REPORT"]
 BUILD = os.environ["INDUCT_BUILD_DIR"]
@@ -330,15 +332,7 @@ OUTPUTS = ["zoo.json", "zoo.md", "icl.png", "pca.png", "heads.png", "tokens.png"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    rng = random.Random(8)
-    words = ("the and of to in that he shall unto for his a lord they be is him not them it "
-             "with all thou thy was god which my me said but ye their have will").split()
-    lines = []
-    while sum(map(len, lines)) < 60000:
-        lines.append(" ".join(rng.choice(words) for _ in range(rng.randint(5, 15))) + ".\n")
-    p = tmp_path_factory.mktemp("corpus") / "text.txt"
-    p.write_text("".join(lines))
-    return str(p)
+    return write_tiny_text(tmp_path_factory.mktemp("corpus"))
 
 
 @pytest.fixture(scope="module")
