@@ -129,6 +129,18 @@ static int roof(int argc, char **argv) {
     return 0;
 }
 
+/* One JSON line {"key": [ms per round, ...], ...}: series k is t[k * rounds ...]. */
+static void print_rounds(const char *const *key, int n_keys, const double *t, size_t rounds) {
+    printf("{");
+    for (int k = 0; k < n_keys; k++) {
+        printf("%s\"%s\": [", k ? ", " : "", key[k]);
+        for (size_t r = 0; r < rounds; r++) printf("%s%.4f", r ? ", " : "", t[k * rounds + r]);
+        printf("]");
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
 /* The cache command (see the top): every hook point of the model, with and without the
  * per-head results, against a plain forward pass, alternated round by round. */
 static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32_t T,
@@ -164,14 +176,7 @@ static void cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, uint32
         t[r] = t1 - t0, t[rounds + r] = t2 - t1, t[2 * rounds + r] = t3 - t2;
     }
     const char *key[3] = {"plain", "cache", "cache_result"};
-    printf("{");
-    for (int k = 0; k < 3; k++) {
-        printf("%s\"%s\": [", k ? ", " : "", key[k]);
-        for (size_t r = 0; r < rounds; r++) printf("%s%.4f", r ? ", " : "", t[k * rounds + r]);
-        printf("]");
-    }
-    printf("}\n");
-    fflush(stdout);
+    print_rounds(key, 3, t, rounds);
     for (size_t i = 0; i < np; i++) free(bufs[i]);
     free(t);
 }
@@ -216,14 +221,7 @@ static void grad_cache_rounds(induct_model *m, const int32_t *tok, uint32_t B, u
         t[r] = t1 - t0, t[rounds + r] = t2 - t1;
     }
     const char *key[2] = {"backward", "grad_cache"};
-    printf("{");
-    for (int k = 0; k < 2; k++) {
-        printf("%s\"%s\": [", k ? ", " : "", key[k]);
-        for (size_t r = 0; r < rounds; r++) printf("%s%.4f", r ? ", " : "", t[k * rounds + r]);
-        printf("]");
-    }
-    printf("}\n");
-    fflush(stdout);
+    print_rounds(key, 2, t, rounds);
     for (size_t i = 0; i < np; i++) free(bufs[i]);
     free(t);
 }
