@@ -176,6 +176,22 @@ def test_mpirun_task_farm(local, corpus, tmp_path):
     assert summaries(out) == summaries(local[1])
 
 
+@pytest.mark.parametrize("end", ["sys.exit(130)",
+                                 "os.kill(os.getpid(), signal.SIGTERM)"])
+def test_interrupted_task_reads_as_stopped(tmp_path, end):
+    """A task ended by an interrupt (a shell's exit 130, or a signal) is reported as
+    stopped, to be continued by the same command, not as failed; it still counts as
+    unfinished (exit 1)."""
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text('{"name": "a", "seed": 1}\n')
+    out = str(tmp_path / "o")
+    cmd = [sys.executable, "-c", "import os, signal, sys; " + end]
+    r = sweep("run", str(tasks), "--out", out, "--done", "analysis.json", cmd=cmd)
+    assert r.returncode == 1
+    assert "task a stopped (exit " in r.stderr and "the same command continues" in r.stderr
+    assert "failed" not in r.stderr
+
+
 def test_done_names_the_finishing_file(tmp_path):
     """--done FILE: a task is finished when its folder holds FILE (here a program that
     writes it only on its second run); the table reads its columns from FILE."""
