@@ -11,8 +11,10 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -190,6 +192,31 @@ def test_interrupted_task_reads_as_stopped(tmp_path, end):
     assert r.returncode == 1
     assert "task a stopped (exit " in r.stderr and "the same command continues" in r.stderr
     assert "failed" not in r.stderr
+
+
+def test_ctrl_c_stops_the_sweep_cleanly(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group) while tasks run: the sweep and its
+    tasks stop, the sweep says the same command continues, exits 130, and prints no
+    traceback; the task reads as stopped."""
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text('{"name": "a", "seed": 1}\n')
+    out = tmp_path / "o"
+    cmd = [sys.executable, "-c",
+           "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(60)",
+           str(tmp_path / "started")]
+    p = subprocess.Popen([sys.executable, SWEEP, "run", str(tasks), "--out", str(out),
+                          "--done", "analysis.json", "--", *cmd],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    for _ in range(600):  # until the task runs (at most a minute)
+        if (tmp_path / "started").exists():
+            break
+        time.sleep(0.1)
+    os.killpg(p.pid, signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "stopped; the same command continues" in err
+    assert "Traceback" not in err and "failed" not in err
 
 
 def test_done_names_the_finishing_file(tmp_path):
