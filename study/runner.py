@@ -322,9 +322,10 @@ def study(argv):
     plan["order"] = training_order(models)
     os.makedirs(d, exist_ok=True)
     sp = os.path.join(d, "study.json")
+    old_plan = {}
     if os.path.exists(sp):
         with open(sp, encoding="utf-8") as f:
-            old = json.load(f)
+            old = old_plan = json.load(f)
         same = ("models", "steps", "steps_1l", "train_args", "analyse_args")
         strip = lambda a: [x for i, x in enumerate(a) if x != "--threads" and  # noqa: E731
                            (i == 0 or a[i - 1] != "--threads")]
@@ -337,6 +338,8 @@ def study(argv):
                         f"{plan['data']['sha256']} now, {old['data'].get('sha256')} when the "
                         f"study started (study.json): give another --out, or the data it "
                         f"was run on")
+    if "wall_seconds" in old_plan:  # kept from the session that ran the whole study
+        plan["wall_seconds"] = old_plan["wall_seconds"]
     write_plan(sp, plan)
     tasks = os.path.join(d, "tasks.jsonl")
     seed = int(facts["seed"])
@@ -362,6 +365,8 @@ def study(argv):
     t0 = time.monotonic()
     unfinished = lambda: [m for m in plan["order"]  # noqa: E731
                           if not os.path.exists(os.path.join(d, m, "analysis.json"))]
+    # the study's wall time means something only when this session ran it from nothing
+    fresh = not any(os.path.exists(os.path.join(d, m)) for m in models)
     if via == "slurm":
         rc = subprocess.run(sweep + ["--"] + cmd).returncode
         if rc != 0 or unfinished():
@@ -391,7 +396,9 @@ def study(argv):
                   file=sys.stderr)
         print("runner.py: the same command runs the failed models again", file=sys.stderr)
         return 1
-    if via != "slurm":  # the time of this session's models (a Slurm array's: not known here)
+    # the time of the whole study when one local session ran it all (a Slurm array's,
+    # or a resumed study's, is not known here)
+    if via != "slurm" and fresh:
         plan["wall_seconds"] = time.monotonic() - t0
     write_plan(sp, plan)
     if opt.get("--no-report"):

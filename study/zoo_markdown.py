@@ -175,6 +175,25 @@ def markdown(z, judged, d, figures):
             add("| %s (paired over windows) | — | %s |\n" % (c.replace("_", " "),
                                                               pm(x["mean"], x["se"])))
         add("\n")
+    add("## What each model cost\n\n")
+    c = z["cost"]
+    add("%s models at a time, %s thread%s each. Training: wall time over all of a model's "
+        "sessions, tokens per second of its last session's training steps; analysis: the "
+        "per-model analysis (the evidence table's ablations above are the report's).\n\n"
+        % (c["jobs"], c["threads"], "" if c["threads"] == 1 else "s"))
+    add("| model | training (s) | tokens/s | analysis (s) |\n|---|---|---|---|\n")
+    sec = lambda x: "—" if x is None else "%.0f" % x  # noqa: E731
+    for n, m in c["models"].items():
+        add("| %s | %s | %s | %s |\n" % (n, sec(m["train_seconds"]), sec(m["tokens_per_second"]),
+                                         sec(m["analysis_seconds"])))
+    add("\nGroups' wall time: %s. " % ", ".join(
+        "%s %s" % (g, "not known (resumed, or run on a cluster)" if v is None else "%.0f s" % v)
+        for g, v in c["groups_seconds"].items()))
+    if c["study_seconds"] is None:
+        add("The study's wall time is not known.\n\n")
+    else:
+        add("The study: %.0f s (%.1f min), and this report %.0f s.\n\n"
+            % (c["study_seconds"], c["study_seconds"] / 60, z["seconds"]))
     add("## Figures\n\n")
     for f in figures:
         add("- %s/%s\n" % (d, f))

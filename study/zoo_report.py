@@ -268,6 +268,30 @@ def slope_section(runs, rows, cfg):
     return out
 
 
+# ---- what each model cost ----
+
+def cost_section(studies, runs, order):
+    """Each model's training wall time (all its sessions) and throughput, and its analysis
+    time, from its run directory; each group's wall time (study.json's `wall_seconds`,
+    present only when one local session ran the whole group from nothing) and their sum,
+    the study's time before this report when every group has one (the groups run one after
+    the other)."""
+    def num(x):
+        return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+    models = {}
+    for n in order:
+        a = runs[n]["analysis"]
+        models[n] = {"train_seconds": num(a["model"].get("wall_seconds")),
+                     "tokens_per_second": num(a["model"].get("tokens_per_second")),
+                     "analysis_seconds": num(a.get("seconds")),
+                     "threads": a.get("threads")}
+    groups = {g: num(p.get("wall_seconds")) for g, (p, _) in studies.items()}
+    total = sum(groups.values()) if all(v is not None for v in groups.values()) else None
+    plan0 = next(iter(studies.values()))[0]
+    return {"models": models, "groups_seconds": groups, "study_seconds": total,
+            "jobs": plan0.get("jobs"), "threads": plan0.get("threads")}
+
+
 # ---- the whole report ----
 
 def build(d, groups, induct, opt):
@@ -317,6 +341,7 @@ def build(d, groups, induct, opt):
             if k2 not in ("passage_tokens", "delta", "token_classes", "loglik_start",
                           "loglik_end")},
         "checks": zoo_checks.checks_json(judged),
+        "cost": cost_section(studies, runs, order),
         "figures": None,
         "seconds": None,
     }

@@ -1054,6 +1054,9 @@ def test_runner_reports_failed_model_and_resumes(corpus, runs, tmp_path):
     ref = json.load(open(os.path.join(runs[2][0], "summary.json")))
     got = json.load(open(os.path.join(d, "summary.json")))
     assert strip_timings(got) == strip_timings(ref)
+    # the study's wall time: one session's from nothing, none for a resumed study
+    assert ref["config"]["run"]["wall_seconds"] > 0
+    assert got["config"]["run"]["wall_seconds"] is None
     # another plan in the same directory is refused
     r = run(args + ["--steps", "8"])
     assert r.returncode == 2 and "another plan" in r.stderr

@@ -393,6 +393,18 @@ def test_zoo_end_to_end(zoo):
     assert z["checks"]["C6"]["status"] in ("pass", "fail")
     html = open(os.path.join(d, "tokens.html")).read()
     assert "http" not in html and html.count("<span") > 2 * 120
+    # what each model cost: its run directory's times; the groups ran in one session each
+    # (from nothing), so the study's wall time is their sum
+    c = z["cost"]
+    assert sorted(c["models"]) == sorted(ALL) and c["jobs"] == 2 and c["threads"] == 1
+    for n, m in c["models"].items():
+        a = json.load(open(os.path.join(d, z["models"][n]["group"], n, "analysis.json")))
+        assert m["train_seconds"] == a["model"]["wall_seconds"] > 0
+        assert m["analysis_seconds"] == a["seconds"] > 0
+    plans = {g: json.load(open(os.path.join(d, g, "study.json"))) for g in c["groups_seconds"]}
+    assert c["groups_seconds"] == {g: p["wall_seconds"] for g, p in plans.items()}
+    assert c["study_seconds"] == pytest.approx(sum(c["groups_seconds"].values()))
+    assert "## What each model cost" in md and "The study: " in md
 
 
 def test_evidence_and_passage_against_the_bindings(zoo):
