@@ -189,8 +189,8 @@ def attention(source, tokens=None, str_tokens=None, tokenizer=None, layers=None,
     `batch` of it), or patterns as an array [T, T], [heads, T, T] or [layers, heads, T, T]
     (e.g. model.attention(tokens), or cache["pattern", 1][0]).
     str_tokens: the tokens' text (T strings); else tokenizer.to_str_tokens(tokens) (an
-    induct.ByteTokenizer, SentencePieceTokenizer, or any object with that method); else the
-    ids, else the positions.
+    induct.ByteTokenizer, SentencePieceTokenizer, or any object with that method; default:
+    a Model source's attached tokenizer, model.tokenizer); else the ids, else the positions.
     layers, heads: which to show (ints or lists; default all; for an array, indices into
     its first two axes). repeat: the length L of a repeated block, to overlay the induction
     diagonal (key = query − L + 1) over the queries L … repeat_end − 1 (default: to the
@@ -242,6 +242,8 @@ def attention(source, tokens=None, str_tokens=None, tokenizer=None, layers=None,
         raise ValueError("the patterns hold NaN or infinite values")
     labels = [(f"L{layer_ids[a]}H{b}", layer_ids[a], b) for a in li for b in hi]
 
+    if str_tokens is None and tokenizer is None and hasattr(source, "config"):
+        tokenizer = getattr(source, "tokenizer", None)  # a Model's attached tokenizer
     if str_tokens is None:
         ids = None
         if tokens is not None:

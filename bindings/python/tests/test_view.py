@@ -75,6 +75,10 @@ def test_sources_layers_heads_and_text():
     assert d["raw"] == [str(int(t)) for t in ids[0]]
     assert page_data(induct.view.attention(pats[0, 0]).html())["raw"] == \
         [str(i) for i in range(T)]
+    # a model's attached tokenizer gives the text by default; ids without one
+    assert page_data(induct.view.attention(m, ids).html())["raw"] == [str(int(t)) for t in ids[0]]
+    m.tokenizer = tok
+    assert page_data(induct.view.attention(m, ids).html())["raw"] == tok.to_str_tokens(ids)
     # word pieces (a sentencepiece-style list) shown as given
     pieces = ["<bos>", "\u2581the", "\u2581cat", "s", "\n", " ", "\u2581a", "b", "c", "</script>"]
     d = page_data(induct.view.attention(pats, str_tokens=pieces).html())
