@@ -182,7 +182,7 @@ def markdown(z, judged, d, figures):
         "per-model analysis (the evidence table's ablations above are the report's).\n\n"
         % (c["jobs"], c["threads"], "" if c["threads"] == 1 else "s"))
     add("| model | training (s) | tokens/s | analysis (s) |\n|---|---|---|---|\n")
-    sec = lambda x: "—" if x is None else "%.0f" % x  # noqa: E731
+    sec = lambda x: "—" if x is None else "%.0f" % x if x >= 100 else "%.3g" % x  # noqa: E731
     for n, m in c["models"].items():
         add("| %s | %s | %s | %s |\n" % (n, sec(m["train_seconds"]), sec(m["tokens_per_second"]),
                                          sec(m["analysis_seconds"])))
