@@ -322,10 +322,10 @@ def study(argv):
     plan["order"] = training_order(models)
     os.makedirs(d, exist_ok=True)
     sp = os.path.join(d, "study.json")
-    old_plan = {}
+    old = {}
     if os.path.exists(sp):
         with open(sp, encoding="utf-8") as f:
-            old = old_plan = json.load(f)
+            old = json.load(f)
         same = ("models", "steps", "steps_1l", "train_args", "analyse_args")
         strip = lambda a: [x for i, x in enumerate(a) if x != "--threads" and  # noqa: E731
                            (i == 0 or a[i - 1] != "--threads")]
@@ -338,8 +338,8 @@ def study(argv):
                         f"{plan['data']['sha256']} now, {old['data'].get('sha256')} when the "
                         f"study started (study.json): give another --out, or the data it "
                         f"was run on")
-    if "wall_seconds" in old_plan:  # kept from the session that ran the whole study
-        plan["wall_seconds"] = old_plan["wall_seconds"]
+    if "wall_seconds" in old:  # kept from the session that ran the whole study
+        plan["wall_seconds"] = old["wall_seconds"]
     write_plan(sp, plan)
     tasks = os.path.join(d, "tasks.jsonl")
     seed = int(facts["seed"])

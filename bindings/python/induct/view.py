@@ -72,11 +72,16 @@ def _encode(pattern):
     return base64.b64encode(q.astype("<u2").tobytes()).decode("ascii")
 
 
+def _is_model(source):
+    """Whether a view's source is an induct.Model (duck-typed: its attention() and config)."""
+    return hasattr(source, "attention") and hasattr(source, "config")
+
+
 def _patterns(source, tokens, layers, batch):
     """([L, H, T, T] float32 patterns, layer numbers) from a model, a cache or an array."""
     np = _arrays.np
     from .hooks import ActivationCache
-    if hasattr(source, "attention") and hasattr(source, "config"):   # a Model
+    if _is_model(source):
         if tokens is None:
             raise ValueError("attention(model, ...) needs the tokens of one sequence")
         toks = np.asarray(tokens)
@@ -242,8 +247,8 @@ def attention(source, tokens=None, str_tokens=None, tokenizer=None, layers=None,
         raise ValueError("the patterns hold NaN or infinite values")
     labels = [(f"L{layer_ids[a]}H{b}", layer_ids[a], b) for a in li for b in hi]
 
-    if str_tokens is None and tokenizer is None and hasattr(source, "config"):
-        tokenizer = getattr(source, "tokenizer", None)  # a Model's attached tokenizer
+    if str_tokens is None and tokenizer is None and _is_model(source):
+        tokenizer = getattr(source, "tokenizer", None)  # the model's attached tokenizer
     if str_tokens is None:
         ids = None
         if tokens is not None:
